@@ -1,0 +1,87 @@
+"""The seam every routing protocol core implements, and what it is given.
+
+A core is a sans-I/O state machine (STYLE.md): ``on_event(event, now_ns) -> list[Action]``. It
+never reads a clock, opens a socket or uses module-level ``random``: the clock time comes with
+each event, randomness from ``ctx.rng``, and the interface queue, hooks and counters from the
+``NodeContext``. Parameters are a frozen dataclass per protocol (``Params``), built from the
+scenario's ``routing.params`` dict by :func:`params_from_dict`, which rejects unknown names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from nodes.core.addr import station_ip_bytes
+from nodes.core.counters import Counters
+from nodes.core.events import Action, Event
+from nodes.core.hooks import Hooks
+from nodes.core.ifq import InterfaceQueue
+
+P = TypeVar("P")
+
+
+@dataclass(slots=True)
+class NodeContext:
+    """Everything a core may touch besides its own state."""
+
+    station: int
+    n_stations: int
+    rng: random.Random
+    ifq: InterfaceQueue = field(default_factory=InterfaceQueue)
+    hooks: Hooks = field(default_factory=Hooks)
+    counters: Counters = field(default_factory=Counters)
+    promiscuous: bool = False
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("nodes"))
+
+    @property
+    def ip(self) -> bytes:
+        return station_ip_bytes(self.station)
+
+
+class ParamError(ValueError):
+    pass
+
+
+def params_from_dict(cls: type[P], values: Mapping[str, Any] | None, where: str = "params") -> P:
+    """Build a frozen parameter dataclass, naming any unknown or ill-typed field."""
+    values = dict(values or {})
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ParamError(f"{where}: unknown parameter(s) {unknown}; known: {sorted(names)}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise ParamError(f"{where}: {exc}") from exc
+
+
+class RoutingProtocol(ABC):
+    """Base class of protocol cores.
+
+    ``HOOKS`` lists the hook names the core emits (extensions subscribe to them). ``name`` is the
+    scenario's ``routing.protocol`` value.
+    """
+
+    name: ClassVar[str] = ""
+    HOOKS: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, ctx: NodeContext) -> None:
+        self.ctx = ctx
+        ctx.hooks.declare(*self.HOOKS)
+
+    def start(self, now_ns: int) -> list[Action]:
+        """Called once before the first event (e.g. to arm periodic timers)."""
+        return []
+
+    @abstractmethod
+    def on_event(self, event: Event, now_ns: int) -> list[Action]: ...
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-able view of the routing state (route table/cache) for the CLI and results."""
+        return {}

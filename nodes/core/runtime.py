@@ -1,0 +1,120 @@
+"""The node runtime: applies a core's actions, owns the timers and feeds the MAC.
+
+Shared by the router daemon (wall clock, real medium) and by ``nodes.core.sim`` (virtual time,
+ideal links), so protocol tests exercise the same glue as the emulator. The MAC takes one frame at
+a time (docs/interfaces.md section 2); the next frame leaves the interface queue only when the
+TX status of the previous one has been handled.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable
+from typing import Protocol
+
+from nodes.core.clock import Scheduler
+from nodes.core.events import (
+    Action,
+    CancelTimer,
+    DeliverLocal,
+    Drop,
+    Event,
+    Frame,
+    IfqDrop,
+    Send,
+    SetPower,
+    SetTimer,
+    Timer,
+    TxStatus,
+)
+from nodes.core.protocol import NodeContext, RoutingProtocol
+
+
+class NodeIO(Protocol):
+    """What the runtime needs from the outside world."""
+
+    def transmit(self, frame: Frame) -> None:
+        """Hand one frame to the MAC (never called while a frame is outstanding)."""
+
+    def deliver_local(self, packet: bytes) -> None:
+        """Write an IP packet up to the local kernel."""
+
+    def set_power(self, neighbour: int | None, tx_power_dbm: float | None) -> None: ...
+
+
+_JITTER = "__jitter__"
+
+
+class NodeRuntime:
+    def __init__(self, ctx: NodeContext, protocol: RoutingProtocol, io: NodeIO) -> None:
+        self.ctx = ctx
+        self.protocol = protocol
+        self.io = io
+        self.timers = Scheduler()
+        self.mac_busy: Frame | None = None
+        self._jitter_frames: dict[Hashable, Frame] = {}
+        self._jitter_seq = itertools.count()
+
+    # ------------------------------------------------------------------ inputs
+    def start(self, now_ns: int) -> None:
+        self.apply(self.protocol.start(now_ns), now_ns)
+
+    def handle(self, event: Event, now_ns: int) -> None:
+        self.apply(self.protocol.on_event(event, now_ns), now_ns)
+
+    def tx_done(self, status: TxStatus, now_ns: int) -> None:
+        """The MAC finished the outstanding frame."""
+        self.mac_busy = None
+        self.ctx.counters.mac["tx_ok" if status.ok else "tx_failed"] += 1
+        self.handle(status, now_ns)
+        self.pump()
+
+    def fire_due(self, now_ns: int) -> None:
+        for key in self.timers.pop_due(now_ns):
+            if isinstance(key, tuple) and key and key[0] == _JITTER:
+                frame = self._jitter_frames.pop(key)
+                self._enqueue(frame, now_ns)
+            else:
+                self.handle(Timer(key), now_ns)
+        self.pump()
+
+    def next_timer_ns(self) -> int | None:
+        return self.timers.next_time()
+
+    # ------------------------------------------------------------------ actions
+    def apply(self, actions: list[Action], now_ns: int) -> None:
+        for a in actions:
+            if isinstance(a, Send):
+                if a.jitter_ns > 0:
+                    key = (_JITTER, next(self._jitter_seq))
+                    self._jitter_frames[key] = a.frame
+                    self.timers.set(key, now_ns + a.jitter_ns)
+                else:
+                    self._enqueue(a.frame, now_ns)
+            elif isinstance(a, DeliverLocal):
+                self.io.deliver_local(a.packet)
+            elif isinstance(a, SetTimer):
+                self.timers.set(a.key, a.at_ns)
+            elif isinstance(a, CancelTimer):
+                self.timers.cancel(a.key)
+            elif isinstance(a, Drop):
+                self.ctx.counters.drops[a.reason] += 1
+            elif isinstance(a, SetPower):
+                self.io.set_power(a.neighbour, a.tx_power_dbm)
+            else:  # pragma: no cover - exhaustive
+                raise TypeError(f"unknown action {a!r}")
+        self.pump()
+
+    def _enqueue(self, frame: Frame, now_ns: int) -> None:
+        frame.enq_ns = now_ns
+        victim = self.ctx.ifq.enqueue(frame)
+        if victim is not None:
+            self.ctx.counters.drops["ifq_full"] += 1
+            self.handle(IfqDrop(victim), now_ns)
+
+    def pump(self) -> None:
+        if self.mac_busy is None:
+            frame = self.ctx.ifq.dequeue()
+            if frame is not None:
+                self.mac_busy = frame
+                self.io.transmit(frame)

@@ -1,0 +1,35 @@
+"""Cross-layer extensions, attached to a protocol core's named hooks (STYLE.md).
+
+Each extension module exposes ``attach(ctx: NodeContext, protocol: RoutingProtocol,
+params: Mapping) -> object`` which subscribes to hooks and returns the extension object. Which
+extensions run is configuration (scenario ``routing.extensions``); any combination from the papers
+can be composed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodes.core.protocol import NodeContext, RoutingProtocol
+
+EXTENSIONS: dict[str, str] = {}
+"""name -> module; filled in as extensions land (elfn, epln, bead, dsr_update, atcp, abra, ...)."""
+
+
+def attach_extensions(
+    ctx: NodeContext,
+    protocol: RoutingProtocol,
+    specs: Sequence[str | Mapping[str, Any]],
+) -> list[object]:
+    """Attach each extension; a spec is a name or ``{"name": ..., "params": {...}}``."""
+    attached: list[object] = []
+    for spec in specs:
+        name = spec if isinstance(spec, str) else spec.get("name")
+        params = {} if isinstance(spec, str) else dict(spec.get("params") or {})
+        if name not in EXTENSIONS:
+            raise ValueError(f"extensions: unknown extension {name!r}; known: {sorted(EXTENSIONS)}")
+        module = importlib.import_module(EXTENSIONS[name])
+        attached.append(module.attach(ctx, protocol, params))
+    return attached

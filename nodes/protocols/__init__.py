@@ -1,0 +1,30 @@
+"""Routing protocol cores, by the name a scenario gives in ``routing.protocol``.
+
+Each protocol module exposes ``create(ctx: NodeContext, config: Mapping) -> RoutingProtocol``
+where ``config`` is the router config's ``protocol`` object (``name``, ``params``, and
+protocol-specific keys such as static ``routes``). Modules are imported lazily so a station only
+loads the protocol it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.core.protocol import NodeContext, RoutingProtocol
+
+PROTOCOLS: dict[str, str] = {
+    "static": "nodes.protocols.static",
+    "dsr": "nodes.protocols.dsr",
+    "aodv": "nodes.protocols.aodv",
+}
+
+
+def create_protocol(ctx: NodeContext, config: Mapping[str, Any]) -> RoutingProtocol:
+    name = config.get("name")
+    if name not in PROTOCOLS:
+        raise ValueError(f"protocol.name: unknown protocol {name!r}; known: {sorted(PROTOCOLS)}")
+    module = importlib.import_module(PROTOCOLS[name])
+    proto: RoutingProtocol = module.create(ctx, config)
+    return proto
