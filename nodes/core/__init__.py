@@ -20,6 +20,8 @@ from nodes.core.events import (
     SetPower,
     SetTimer,
     Timer,
+    ToKernel,
+    ToNetwork,
     TxStatus,
 )
 from nodes.core.hooks import Hooks, UnknownHook
@@ -30,7 +32,7 @@ __all__ = [
     "BROADCAST", "NS_PER_MS", "NS_PER_S", "NS_PER_US", "DEFAULT_IFQ_LEN",
     "Action", "CancelTimer", "Clock", "Counters", "DeliverLocal", "Drop", "Event", "Frame",
     "FromAir", "FromLocal", "Hooks", "IfqDrop", "InterfaceQueue", "NodeContext", "ParamError",
-    "RoutingProtocol", "Scheduler", "Send", "SetPower", "SetTimer", "Timer", "TxStatus",
+    "RoutingProtocol", "Scheduler", "Send", "SetPower", "SetTimer", "Timer", "ToKernel", "ToNetwork", "TxStatus",
     "UnknownHook", "VirtualClock", "ip_to_station", "params_from_dict", "seconds", "station_ip",
     "station_ip_bytes", "station_mac",
 ]

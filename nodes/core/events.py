@@ -129,4 +129,18 @@ class SetPower:
     tx_power_dbm: float | None
 
 
-Action = Send | DeliverLocal | SetTimer | CancelTimer | Drop | SetPower
+@dataclass(frozen=True, slots=True)
+class ToNetwork:
+    """(Endpoint agent) pass a kernel packet on to the routing core, as if it came from the TUN."""
+
+    packet: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ToKernel:
+    """(Endpoint agent) write a packet to the local kernel, bypassing the endpoint agent."""
+
+    packet: bytes
+
+
+Action = Send | DeliverLocal | SetTimer | CancelTimer | Drop | SetPower | ToNetwork | ToKernel

@@ -37,6 +37,8 @@ class NodeContext:
     hooks: Hooks = field(default_factory=Hooks)
     counters: Counters = field(default_factory=Counters)
     promiscuous: bool = False
+    endpoint: Any = None
+    """The endpoint agent (nodes.tcpctl) when one runs: extensions call its API (freeze, thaw...)."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("nodes"))
 
     @property

@@ -20,11 +20,14 @@ from nodes.core.events import (
     Drop,
     Event,
     Frame,
+    FromLocal,
     IfqDrop,
     Send,
     SetPower,
     SetTimer,
     Timer,
+    ToKernel,
+    ToNetwork,
     TxStatus,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
@@ -42,6 +45,25 @@ class NodeIO(Protocol):
     def set_power(self, neighbour: int | None, tx_power_dbm: float | None) -> None: ...
 
 
+class Endpoint(Protocol):
+    """The endpoint agent between kernel TCP and the routing core (issue 5; ATCP's thin layer).
+
+    Every packet from the kernel goes through ``on_outbound`` (return ``ToNetwork(p)`` to pass it
+    on, nothing to withhold it) and every packet for the kernel through ``on_inbound`` (return
+    ``ToKernel(p)``). Timers whose key is a tuple starting with ``ENDPOINT_TIMER`` go to
+    ``on_timer``. The agent may return any other action too (e.g. ``Send``).
+    """
+
+    def on_outbound(self, packet: bytes, now_ns: int) -> list[Action]: ...
+
+    def on_inbound(self, packet: bytes, now_ns: int) -> list[Action]: ...
+
+    def on_timer(self, key: Hashable, now_ns: int) -> list[Action]: ...
+
+
+ENDPOINT_TIMER = "endpoint"
+"""First element of the timer keys routed to the endpoint agent."""
+
 _JITTER = "__jitter__"
 
 
@@ -52,6 +74,7 @@ class NodeRuntime:
         self.io = io
         self.timers = Scheduler()
         self.mac_busy: Frame | None = None
+        self.endpoint: Endpoint | None = None
         self._jitter_frames: dict[Hashable, Frame] = {}
         self._jitter_seq = itertools.count()
 
@@ -60,6 +83,9 @@ class NodeRuntime:
         self.apply(self.protocol.start(now_ns), now_ns)
 
     def handle(self, event: Event, now_ns: int) -> None:
+        if self.endpoint is not None and isinstance(event, FromLocal):
+            self.apply(self.endpoint.on_outbound(event.packet, now_ns), now_ns)
+            return
         self.apply(self.protocol.on_event(event, now_ns), now_ns)
 
     def tx_done(self, status: TxStatus, now_ns: int) -> None:
@@ -74,6 +100,8 @@ class NodeRuntime:
             if isinstance(key, tuple) and key and key[0] == _JITTER:
                 frame = self._jitter_frames.pop(key)
                 self._enqueue(frame, now_ns)
+            elif self.endpoint is not None and isinstance(key, tuple) and key and key[0] == ENDPOINT_TIMER:
+                self.apply(self.endpoint.on_timer(key, now_ns), now_ns)
             else:
                 self.handle(Timer(key), now_ns)
         self.pump()
@@ -92,7 +120,14 @@ class NodeRuntime:
                 else:
                     self._enqueue(a.frame, now_ns)
             elif isinstance(a, DeliverLocal):
+                if self.endpoint is not None:
+                    self.apply(self.endpoint.on_inbound(a.packet, now_ns), now_ns)
+                else:
+                    self.io.deliver_local(a.packet)
+            elif isinstance(a, ToKernel):
                 self.io.deliver_local(a.packet)
+            elif isinstance(a, ToNetwork):
+                self.apply(self.protocol.on_event(FromLocal(a.packet), now_ns), now_ns)
             elif isinstance(a, SetTimer):
                 self.timers.set(a.key, a.at_ns)
             elif isinstance(a, CancelTimer):
