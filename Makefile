@@ -1,0 +1,42 @@
+# MANET emulation testbed. Quickstart: `make setup`, `make run`, `make test` (see README.md).
+PY        ?= python3
+SCENARIO  ?= topologies/chain5-dsr-mobile.yaml
+SEED      ?=
+EXPERIMENT?= default
+MEDIUM    := medium/target/release/manet-medium
+PYTEST    := $(PY) -m pytest -q -p no:cacheprovider
+
+.PHONY: setup run test test-unit test-netns bench clean lint medium help
+
+help:
+	@echo "make setup | run [SCENARIO=path SEED=n] | test | bench | clean | lint"
+
+setup:
+	bash scripts/setup.sh
+
+medium: $(MEDIUM)
+$(MEDIUM): $(shell find medium/src -name '*.rs' 2>/dev/null) medium/Cargo.toml
+	cd medium && cargo build --release -q
+
+run: medium
+	$(PY) -m testbed.run $(SCENARIO) $(if $(SEED),--seed $(SEED)) --experiment $(EXPERIMENT)
+
+test: medium
+	cd medium && cargo test --release -q
+	$(PYTEST) tests --timeout 600
+
+test-unit:
+	$(PYTEST) tests -m "not netns"
+
+test-netns: medium
+	$(PYTEST) tests -m netns --timeout 600
+
+bench: medium
+	bash scripts/bench.sh
+
+clean:
+	$(PY) -m testbed.clean
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m mypy
