@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make bench`: run every benchmark (each writes results/bench/<name>.json), then collect the
+# numbers into docs/benchmarks.md. A benchmark that fails is reported and the others still run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p results/bench
+status=0
+for b in bench/*/run.sh; do
+  [ -x "$b" ] || continue
+  echo "== $b"
+  if ! "$b"; then echo "benchmark failed: $b"; status=1; fi
+done
+python3 bench/collect.py || status=1
+exit $status
