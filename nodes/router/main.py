@@ -1,0 +1,532 @@
+"""The station router daemon: the I/O shell around a sans-I/O protocol core (docs/router.md).
+
+One process per station, inside the station's network namespace. ``run(config)`` creates the TUN
+``tun0`` and the radiotap TAP ``staN-wlan0``, connects to the medium (docs/interfaces.md section
+2), builds the protocol core, its extensions and the ``NodeRuntime``, and runs one asyncio loop:
+
+- medium socket readable -> RX -> ``FromAir`` (+ mirror copy); TX_STATUS -> ``runtime.tx_done``;
+- TUN readable -> ``FromLocal``;
+- the earliest protocol timer -> one ``loop.call_at`` handle, re-armed after every step;
+- every second: ``out_dir/sta<N>.counters.json`` (atomic), only when something changed;
+- SIGTERM/SIGINT -> counters, BYE, exit 0; medium gone -> counters, exit ``EXIT_MEDIUM_GONE``.
+
+Nothing runs at import time (the orchestrator forks stations from a zygote that imported this).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import signal
+import socket
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.core.addr import station_ip_bytes
+from nodes.core.clock import MonotonicClock
+from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
+from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.core.runtime import NodeRuntime
+from nodes.formats import medium as wire
+from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
+
+EXIT_OK = 0
+"""Stopped by SIGTERM/SIGINT."""
+EXIT_ERROR = 1
+"""Setup failed (devices, medium connection, protocol)."""
+EXIT_CONFIG = 2
+"""The configuration is invalid."""
+EXIT_MEDIUM_GONE = 3
+"""The medium closed the connection (normal at the end of a run if the medium stops first)."""
+
+REQUIRED_KEYS = ("station_id", "medium_socket", "protocol", "out_dir")
+KNOWN_KEYS = frozenset(
+    {
+        "run_id", "station_id", "n_stations", "seed", "medium_socket", "protocol", "extensions",
+        "ifq_len", "promiscuous", "out_dir",
+        # optional, router-only (docs/router.md)
+        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s",
+    }
+)
+RX_BATCH = 64
+"""Messages or packets handled per readiness callback before yielding to the loop."""
+RECV_SIZE = 65536
+RNG_STATION_STRIDE = 1_000_003
+"""Per-station RNG seed = seed * stride + station (the same derivation as nodes.core.sim)."""
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _check_config(config: Mapping[str, Any]) -> None:
+    missing = [k for k in REQUIRED_KEYS if k not in config]
+    if missing:
+        raise ConfigError(f"router config: missing key(s) {missing}")
+    sid = config["station_id"]
+    if not isinstance(sid, int) or not 1 <= sid <= 0xFFFE:
+        raise ConfigError(f"router config: station_id must be an int in 1..65534, got {sid!r}")
+
+
+class Router:
+    """The station's I/O: medium socket, TUN, TAP mirror, timers, counters. Also the ``NodeIO``."""
+
+    def __init__(self, config: Mapping[str, Any], log: logging.Logger) -> None:
+        self.config = config
+        self.log = log
+        self.station: int = int(config["station_id"])
+        self.n_stations: int = int(config.get("n_stations", 0))
+        self.out_dir: str = str(config["out_dir"])
+        self.counters_path = os.path.join(self.out_dir, f"sta{self.station}.counters.json")
+        self.counters_interval_s = float(config.get("counters_interval_s", 1.0))
+        mirror_cfg = config.get("mirror", True)
+        if isinstance(mirror_cfg, Mapping):
+            self.mirror_enabled = bool(mirror_cfg.get("enabled", True))
+            self.freq_mhz = int(mirror_cfg.get("freq_mhz", DEFAULT_FREQ_MHZ))
+            self.rate = int(mirror_cfg.get("rate_500kbps", DEFAULT_RATE_500KBPS))
+        else:
+            self.mirror_enabled = bool(mirror_cfg)
+            self.freq_mhz, self.rate = DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS
+
+        self.io: Counter[str] = Counter()
+        self.sock: socket.socket | None = None
+        self.tun_fd = -1
+        self.tap_fd = -1
+        self.tap_name = f"sta{self.station}-wlan0"
+        self._tx_seq = 0
+        self._rx_seq = 0
+        self._cookie = 0
+        self.pending: dict[int, Frame] = {}
+        self.clock = MonotonicClock(0)
+        self.mirror: Mirror | None = None
+        self.welcome: wire.Welcome | None = None
+        self.ctx: NodeContext | None = None
+        self.protocol: RoutingProtocol | None = None
+        self.extensions: list[object] = []
+        self.rt: NodeRuntime | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._activity = 0
+        self._written_activity = -1
+        self._stop: asyncio.Future[int] | None = None
+        self._medium_up = False
+
+    # ------------------------------------------------------------------ setup
+    def setup_devices(self) -> None:
+        from nodes.router.netdev import create_station_devices, lo_up
+
+        self.tun_fd, self.tap_fd, self.tap_name = create_station_devices(
+            self.station, station_ip_bytes(self.station)
+        )
+        lo_up()
+
+    def connect_medium(self) -> None:
+        path = str(self.config["medium_socket"])
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        timeout = float(self.config.get("welcome_timeout_s", 30.0))
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            flags = wire.HELLO_PROMISCUOUS if self.config.get("promiscuous") else 0
+            self._send(wire.encode_hello(self._next_seq(), self.station, flags), sock)
+            while True:
+                buf = sock.recv(RECV_SIZE)
+                if not buf:
+                    raise ConnectionError("medium closed the connection before WELCOME")
+                try:
+                    msg = wire.decode(buf)
+                except wire.MalformedMessage as exc:
+                    self._count_malformed(exc.reason)
+                    continue
+                self._check_seq(msg.seq)
+                if isinstance(msg, wire.Welcome):
+                    break
+                self._count_malformed("before_welcome")
+        except BaseException:
+            sock.close()
+            raise
+        if msg.station_id != self.station:
+            sock.close()
+            raise ConnectionError(f"medium welcomed station {msg.station_id}, we are {self.station}")
+        if self.n_stations and msg.n_stations != self.n_stations:
+            self.log.warning("medium has %d stations, config says %d", msg.n_stations, self.n_stations)
+        sock.settimeout(None)  # blocking sends; receives use MSG_DONTWAIT from the loop
+        self.sock = sock
+        self._medium_up = True
+        self.welcome = msg
+        self.clock = MonotonicClock(msg.epoch_monotonic_ns)
+
+    def build_core(self) -> None:
+        from nodes.extensions import attach_extensions
+        from nodes.protocols import create_protocol
+
+        seed = int(self.config.get("seed", 1))
+        self.ctx = NodeContext(
+            station=self.station,
+            n_stations=self.welcome.n_stations if self.welcome else self.n_stations,
+            rng=random.Random(seed * RNG_STATION_STRIDE + self.station),
+            ifq=InterfaceQueue(int(self.config.get("ifq_len", DEFAULT_IFQ_LEN))),
+            promiscuous=bool(self.config.get("promiscuous", False)),
+            log=self.log,
+        )
+        self.protocol = create_protocol(self.ctx, self.config["protocol"])
+        self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
+        self.rt = NodeRuntime(self.ctx, self.protocol, self)
+        default_power = self.welcome.default_tx_power_dbm if self.welcome else math.nan
+        if self.mirror_enabled and self.tap_fd >= 0:
+            self.mirror = Mirror(self.station, self.freq_mhz, self.rate, default_power)
+
+    # ------------------------------------------------------------------ NodeIO
+    def transmit(self, frame: Frame) -> None:
+        self._cookie += 1
+        cookie = self._cookie
+        payload = frame.packet
+        if len(payload) > wire.MAX_PAYLOAD:
+            self.io["tx_oversized"] += 1
+            assert self.loop is not None
+            self.loop.call_soon(self._reject_local, frame)
+            return
+        self.pending[cookie] = frame
+        power = frame.tx_power_dbm
+        flags = wire.TX_NO_RTS if frame.no_rts else 0
+        self._tx_seq += 1
+        msg = wire.TX_ST.pack(
+            wire.MAGIC, wire.VERSION, wire.TX, self._tx_seq, 0, cookie, frame.next_hop,
+            wire.NAN if power is None else power, frame.retry_limit or 0, flags, len(payload),
+        ) + payload
+        self._send(msg)
+        self.io["medium_tx"] += 1
+        mirror = self.mirror
+        if mirror is not None:
+            self._tap_write(mirror.tx_frame(frame.next_hop, power, payload))
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug("TX cookie=%d to %d len=%d ifq=%d", cookie, frame.next_hop, len(payload),
+                           len(self.ctx.ifq) if self.ctx else 0)
+
+    def deliver_local(self, packet: bytes) -> None:
+        try:
+            os.write(self.tun_fd, packet)
+            self.io["tun_tx"] += 1
+        except OSError as exc:
+            self.io[f"tun_write_error_{exc.errno}"] += 1
+
+    def set_power(self, neighbour: int | None, tx_power_dbm: float | None) -> None:
+        self._send(wire.encode_set_power(
+            self._next_seq(),
+            wire.ALL_NEIGHBOURS if neighbour is None else neighbour,
+            wire.NAN if tx_power_dbm is None else tx_power_dbm,
+        ))
+        self.io["set_power"] += 1
+
+    # ------------------------------------------------------------------ loop callbacks
+    def on_medium_readable(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        rt = self.rt
+        assert rt is not None
+        recv = sock.recv
+        for _ in range(RX_BATCH):
+            try:
+                buf = recv(RECV_SIZE, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                self.log.warning("medium socket error: %s", exc)
+                self._medium_gone()
+                return
+            if not buf:
+                self._medium_gone()
+                return
+            self._activity += 1
+            self.io["medium_rx"] += 1
+            try:
+                self._on_message(buf, rt)
+            except wire.MalformedMessage as exc:
+                self._count_malformed(exc.reason)
+        self._rearm()
+
+    def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
+        mtype, seq, _time_ns = wire.decode_header(buf)
+        expected = self._rx_seq + 1
+        self._rx_seq = seq
+        if seq != expected:
+            self._count_malformed("out_of_order")
+            return
+        if mtype == wire.RX:
+            _, _, _, _, _, src, dst, flags, rssi, snr, noise, _n = wire.RX_ST.unpack_from(buf)
+            payload = buf[wire.RX_ST.size:]
+            overheard = bool(flags & wire.RX_OVERHEARD)
+            mirror = self.mirror
+            if mirror is not None:
+                self._tap_write(mirror.rx_frame(src, dst, rssi, noise, payload))
+            rt.handle(FromAir(payload, src, dst, rssi, snr, overheard), self.clock.now_ns())
+        elif mtype == wire.TX_STATUS:
+            (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = wire.TX_STATUS_ST.unpack_from(buf)
+            frame = self.pending.pop(cookie, None)
+            if frame is None:
+                self._count_malformed("unknown_cookie")
+                return
+            mac = rt.ctx.counters.mac
+            if status == wire.REJECTED:
+                mac["rejected"] += 1
+                self._reject_local(frame)
+                return
+            if status == wire.FAILED:
+                mac["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
+            elif status not in (wire.ACKED, wire.SENT):
+                self._count_malformed("bad_status")
+            rt.tx_done(TxStatus(frame, status != wire.FAILED, rts, data, cause), self.clock.now_ns())
+        elif mtype == wire.WELCOME:
+            self._count_malformed("duplicate_welcome")
+        else:
+            self._count_malformed("unexpected_type")
+
+    def _reject_local(self, frame: Frame) -> None:
+        """The MAC refused the frame (REJECTED or oversized): count it, free the MAC, carry on."""
+        rt = self.rt
+        assert rt is not None
+        rt.ctx.counters.drops["mac_rejected"] += 1
+        if rt.mac_busy is frame:
+            rt.mac_busy = None
+        rt.pump()
+        self._rearm()
+
+    def on_tun_readable(self) -> None:
+        rt = self.rt
+        assert rt is not None
+        fd = self.tun_fd
+        for _ in range(RX_BATCH):
+            try:
+                packet = os.read(fd, RECV_SIZE)
+            except (BlockingIOError, InterruptedError):
+                break
+            if not packet:
+                break
+            self._activity += 1
+            self.io["tun_rx"] += 1
+            rt.handle(FromLocal(packet), self.clock.now_ns())
+        self._rearm()
+
+    def on_tap_readable(self) -> None:
+        """Drain and discard what the kernel sends out on the TAP (nothing is expected)."""
+        for _ in range(RX_BATCH):
+            try:
+                if not os.read(self.tap_fd, RECV_SIZE):
+                    break
+            except (BlockingIOError, InterruptedError):
+                break
+            self.io["tap_out_discarded"] += 1
+
+    def _on_timer(self) -> None:
+        at = self._timer_at
+        self._timer = None
+        self._timer_at = None
+        rt = self.rt
+        assert rt is not None
+        now = self.clock.now_ns()
+        self._activity += 1
+        rt.fire_due(now if at is None or now >= at else at)
+        self._rearm()
+
+    def _rearm(self) -> None:
+        """Keep exactly one loop timer, for the runtime's earliest timer."""
+        rt = self.rt
+        assert rt is not None
+        t = rt.next_timer_ns()
+        if t == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = t
+        if t is not None:
+            assert self.loop is not None
+            self._timer = self.loop.call_at((t + self.clock.epoch_ns) / 1e9, self._on_timer)
+
+    def _periodic_counters(self) -> None:
+        assert self.loop is not None
+        if self._activity != self._written_activity:
+            self.write_counters()
+        self.loop.call_later(self.counters_interval_s, self._periodic_counters)
+
+    # ------------------------------------------------------------------ helpers
+    def _next_seq(self) -> int:
+        self._tx_seq += 1
+        return self._tx_seq
+
+    def _send(self, msg: bytes, sock: socket.socket | None = None) -> None:
+        s = sock or self.sock
+        if s is None:
+            self.io["medium_send_dropped"] += 1
+            return
+        try:
+            s.send(msg)
+        except OSError as exc:
+            self.log.warning("medium send failed: %s", exc)
+            self._medium_gone()
+
+    def _tap_write(self, frame: bytes) -> None:
+        try:
+            os.write(self.tap_fd, frame)
+        except OSError as exc:
+            self.io[f"tap_write_error_{exc.errno}"] += 1
+
+    def _check_seq(self, seq: int) -> None:
+        if seq != self._rx_seq + 1:
+            self._count_malformed("out_of_order")
+        self._rx_seq = seq
+
+    def _count_malformed(self, reason: str) -> None:
+        if self.ctx is not None:
+            self.ctx.counters.malformed[reason] += 1
+        else:
+            self.io["malformed_" + reason] += 1
+        self.log.debug("malformed medium message: %s", reason)
+
+    def _medium_gone(self) -> None:
+        self._medium_up = False
+        self.log.info("medium connection closed")
+        self._stop_with(EXIT_MEDIUM_GONE)
+
+    def _stop_with(self, code: int) -> None:
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(code)
+
+    def snapshot(self) -> dict[str, Any]:
+        rt, ctx = self.rt, self.ctx
+        out: dict[str, Any] = {
+            "station": self.station,
+            "run_id": self.config.get("run_id"),
+            "time_ns": self.clock.now_ns(),
+            "written_unix_s": time.time(),
+            "io": dict(self.io),
+        }
+        if ctx is not None:
+            out["counters"] = ctx.counters.to_dict()
+            out["counters"]["malformed"].update({k[10:]: v for k, v in self.io.items() if k.startswith("malformed_")})
+        if rt is not None and ctx is not None:
+            out["runtime"] = {
+                "ifq_len": len(ctx.ifq),
+                "ifq_capacity": ctx.ifq.capacity,
+                "mac_busy": rt.mac_busy is not None,
+                "timers": len(rt.timers),
+                "tx_pending": len(self.pending),
+            }
+        if self.protocol is not None:
+            try:
+                out["protocol"] = {"name": self.protocol.name, "state": self.protocol.state()}
+            except Exception as exc:  # a state() bug must not lose the counters
+                out["protocol"] = {"name": self.protocol.name, "state_error": repr(exc)}
+        return out
+
+    def write_counters(self) -> None:
+        self._written_activity = self._activity
+        tmp = f"{self.counters_path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.snapshot(), f, default=str)
+            os.replace(tmp, self.counters_path)
+        except OSError as exc:
+            self.log.warning("cannot write %s: %s", self.counters_path, exc)
+
+    # ------------------------------------------------------------------ main
+    async def serve(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        self._stop = loop.create_future()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop_with, EXIT_OK)
+        assert self.sock is not None and self.rt is not None
+        loop.add_reader(self.sock.fileno(), self.on_medium_readable)
+        if self.tun_fd >= 0:
+            loop.add_reader(self.tun_fd, self.on_tun_readable)
+        if self.tap_fd >= 0:
+            loop.add_reader(self.tap_fd, self.on_tap_readable)
+        self.rt.start(self.clock.now_ns())
+        self._rearm()
+        self.on_medium_readable()  # anything that arrived right after WELCOME
+        self.write_counters()
+        loop.call_later(self.counters_interval_s, self._periodic_counters)
+        self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
+        code = await self._stop
+        for fd in (self.sock.fileno(), self.tun_fd, self.tap_fd):
+            if fd >= 0:
+                loop.remove_reader(fd)
+        if self._timer is not None:
+            self._timer.cancel()
+        return code
+
+    def close(self) -> None:
+        if self.sock is not None:
+            if self._medium_up:
+                try:
+                    self.sock.send(wire.encode_bye(self._next_seq()))
+                except OSError:
+                    pass
+            self.sock.close()
+            self.sock = None
+        for fd in (self.tun_fd, self.tap_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.tun_fd = self.tap_fd = -1
+
+
+def run(config: Mapping[str, Any]) -> int:
+    """Run the station router in the current network namespace until stopped; return the exit code.
+
+    Call after setns into the station's namespace. Exit codes: ``EXIT_OK`` (SIGTERM/SIGINT),
+    ``EXIT_MEDIUM_GONE``, ``EXIT_CONFIG``, ``EXIT_ERROR``.
+    """
+    try:
+        _check_config(config)
+    except ConfigError as exc:
+        logging.getLogger("nodes.router").error("%s", exc)
+        return EXIT_CONFIG
+    station = int(config["station_id"])
+    log = logging.getLogger(f"nodes.router.sta{station}")
+    if "log_level" in config:
+        log.setLevel(str(config["log_level"]).upper())
+    unknown = sorted(set(config) - KNOWN_KEYS)
+    if unknown:
+        log.warning("router config: ignoring unknown key(s) %s", unknown)
+    router = Router(config, log)
+    loop: asyncio.AbstractEventLoop | None = None
+    try:
+        os.makedirs(router.out_dir, exist_ok=True)
+        router.setup_devices()
+        router.connect_medium()
+        router.build_core()
+    except (ValueError, KeyError, TypeError) as exc:
+        log.error("station %d: bad configuration: %s", station, exc)
+        router.close()
+        return EXIT_CONFIG
+    except OSError as exc:
+        log.error("station %d: setup failed: %s", station, exc)
+        router.close()
+        return EXIT_ERROR
+    try:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        code = loop.run_until_complete(router.serve())
+    except Exception:
+        log.exception("station %d: router crashed", station)
+        code = EXIT_ERROR
+    finally:
+        router.write_counters()
+        router.close()
+        if loop is not None:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            loop.close()
+            asyncio.set_event_loop(None)
+    log.info("station %d stopped (exit %d)", station, code)
+    return code
