@@ -1,0 +1,90 @@
+"""The medium process of a run: its config (docs/interfaces.md section 3) and control socket.
+
+The orchestrator writes ``/run/manet/<runid>/medium.json``, starts
+``medium/target/release/manet-medium --config FILE`` and talks to it over the control socket
+(JSON lines, one request and one reply per line, section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from topologies.mobility import trajectories
+from topologies.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+MEDIUM_BIN = Path(os.environ.get("MANET_MEDIUM", ROOT / "medium" / "target" / "release" / "manet-medium"))
+
+
+class MediumError(RuntimeError):
+    pass
+
+
+def medium_config(
+    scenario: Scenario, run_id: str, seed: int, state_dir: Path, out_dir: Path
+) -> dict[str, Any]:
+    trajs = trajectories(scenario, seed)
+    return {
+        "run_id": run_id,
+        "seed": seed,
+        "socket": str(state_dir / "medium.sock"),
+        "control_socket": str(state_dir / "control.sock"),
+        "out_dir": str(out_dir),
+        "radio": {"preset": scenario.radio.preset, "overrides": dict(scenario.radio.overrides)},
+        "stations": [
+            {"id": sid, "trajectory": [[float(t), float(x), float(y)] for t, x, y in trajs[sid]]}
+            for sid in scenario.station_ids
+        ],
+        "links": [link.model_dump(mode="json") for link in scenario.links],
+        "events": [ev.model_dump(mode="json") for ev in scenario.events],
+        "p2p": scenario.p2p,
+    }
+
+
+class MediumControl:
+    """Client of the medium's control socket; one connection per request."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def request(self, op: str, timeout_s: float = 5.0, **fields: Any) -> dict[str, Any]:
+        msg = json.dumps({"op": op, **fields}) + "\n"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            s.connect(str(self.path))
+            s.sendall(msg.encode())
+            buf = b""
+            while b"\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        if not buf.strip():
+            raise MediumError(f"medium control: no reply to {op!r}")
+        reply: dict[str, Any] = json.loads(buf.split(b"\n", 1)[0])
+        return reply
+
+    def __call__(self, op: str, **fields: Any) -> dict[str, Any]:
+        reply = self.request(op, **fields)
+        if not reply.get("ok", False):
+            raise MediumError(f"medium control {op}: {reply.get('error', reply)}")
+        return reply
+
+    def wait_ready(self, timeout_s: float, alive: Any = None) -> None:
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if alive is not None and not alive():
+                raise MediumError("medium exited during start-up (see medium.log in the results)")
+            try:
+                self.request("positions", timeout_s=1.0)
+                return
+            except (OSError, MediumError, ValueError) as exc:
+                last = exc
+                time.sleep(0.02)
+        raise MediumError(f"medium control socket {self.path} not answering after {timeout_s} s: {last}")

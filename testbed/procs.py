@@ -1,0 +1,95 @@
+"""Processes we own: identified by pid *and* start time, so a recycled pid is never killed.
+
+Nothing here finds a process by name. A pid is ours when the registry says so and its
+``/proc/<pid>/stat`` start time still matches, or when it runs inside one of our namespaces.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/<pid>/stat`` (clock ticks since boot), or None if the pid is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # comm may contain spaces and parentheses: split after the last ')'.
+    rest = raw[raw.rindex(b")") + 2 :].split()
+    return int(rest[19])
+
+
+def is_same(pid: int, started: int | None) -> bool:
+    """True when ``pid`` is alive, not a zombie, and started at ``started``."""
+    st = start_time(pid)
+    if st is None or (started is not None and st != started):
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes()
+        state = state[state.rindex(b")") + 2 :].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != b"Z"
+
+
+def signal_pid(pid: int, sig: int, started: int | None = None) -> bool:
+    if started is not None and not is_same(pid, started):
+        return False
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def terminate(pids: dict[int, int | None], timeout_s: float = 2.0) -> None:
+    """SIGTERM every ``pid -> start_time``, wait up to ``timeout_s``, then SIGKILL the rest."""
+    alive = {p: s for p, s in pids.items() if signal_pid(p, signal.SIGTERM, s)}
+    deadline = time.monotonic() + timeout_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        _reap(alive)
+        alive = {p: s for p, s in alive.items() if is_same(p, s)}
+    for p, s in alive.items():
+        signal_pid(p, signal.SIGKILL, s)
+    deadline = time.monotonic() + 2.0
+    while alive and time.monotonic() < deadline:
+        _reap(alive)
+        alive = {p: s for p, s in alive.items() if is_same(p, s)}
+        if alive:
+            time.sleep(0.02)
+
+
+def _reap(pids: dict[int, int | None]) -> None:
+    """Collect those of ``pids`` that are our own exited children (others are left alone)."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def setns_fd(fd: int) -> None:
+    """Move the calling thread into the network namespace open at ``fd``."""
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def set_comm(name: str) -> None:
+    """Set the process name shown by ps (PR_SET_NAME, 15 bytes at most)."""
+    PR_SET_NAME = 15
+    _libc.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def set_pdeathsig(sig: int) -> None:
+    PR_SET_PDEATHSIG = 1
+    _libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)

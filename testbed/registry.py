@@ -1,0 +1,92 @@
+"""The run registry: ``/run/manet/<runid>/registry.json`` (docs/interfaces.md section 1).
+
+It lists everything a run owns that cleanup cannot find by name: the runner's own pid and every
+process it started (medium, zygote, routers, iperf3, tcpdump), each with its ``/proc`` start time,
+plus the run's namespaces. It is rewritten atomically (write + rename) whenever something is
+added, so a SIGKILL of the runner at any moment leaves a registry that is complete up to the
+last process started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed import procs
+from testbed.naming import run_dir
+
+
+@dataclass
+class Registry:
+    run_id: str
+    path: Path
+    runner: dict[str, int | None] = field(default_factory=dict)
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    results_dir: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(cls, run_id: str) -> Registry:
+        d = run_dir(run_id)
+        d.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)
+        pid = os.getpid()
+        reg = cls(run_id, d / "registry.json", runner={"pid": pid, "start_time": procs.start_time(pid)})
+        reg.save()
+        return reg
+
+    @classmethod
+    def load(cls, path: Path) -> Registry:
+        data = json.loads(path.read_text())
+        return cls(
+            run_id=data["run_id"],
+            path=path,
+            runner=data.get("runner", {}),
+            processes=list(data.get("processes", [])),
+            namespaces=list(data.get("namespaces", [])),
+            results_dir=data.get("results_dir"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "runner": self.runner,
+            "processes": self.processes,
+            "namespaces": self.namespaces,
+            "results_dir": self.results_dir,
+        }
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1))
+        os.replace(tmp, self.path)
+
+    def add_process(self, pid: int, role: str, netns: str | None = None) -> None:
+        with self._lock:
+            self.processes.append(
+                {"pid": pid, "start_time": procs.start_time(pid), "role": role, "netns": netns}
+            )
+            self.save()
+
+    def add_processes(self, entries: list[tuple[int, str, str | None]]) -> None:
+        with self._lock:
+            for pid, role, ns in entries:
+                self.processes.append(
+                    {"pid": pid, "start_time": procs.start_time(pid), "role": role, "netns": ns}
+                )
+            self.save()
+
+    def add_namespaces(self, names: list[str]) -> None:
+        with self._lock:
+            self.namespaces.extend(names)
+            self.save()
+
+    def runner_alive(self) -> bool:
+        pid = self.runner.get("pid")
+        return pid is not None and procs.is_same(int(pid), self.runner.get("start_time"))

@@ -1,0 +1,606 @@
+"""The experiment runner: one scenario, one seed, one run (``python -m testbed.run``).
+
+Lifecycle of a ``Testbed`` (docs/orchestrator.md):
+
+1. run id, ``/run/manet/<runid>/`` (0700) with ``registry.json``, ``results/<exp>/<runid>/`` with
+   ``scenario.json`` and ``run.json`` (seed, git revision, tool versions);
+2. namespaces ``mt<runid>-sta<N>`` plus ``mt<runid>-ctl`` for the medium and the zygote (so that
+   even a process the registry missed is found by its namespace), loopback up;
+3. the medium (config per docs/interfaces.md section 3), then the zygote, then one router per
+   station forked by the zygote (config per section 4); wait until every router's ``tun0`` and
+   ``staN-wlan0`` are up;
+4. ``run()``: pcaps, iperf3 servers, clients at their start times, nstat before and after,
+   ``summary.json`` rewritten as flows finish;
+5. ``stop()`` (also on Ctrl-C, SIGTERM and exceptions): iperf3/tcpdump, routers (they write their
+   counters), zygote, medium (writes its counters), any process left in our namespaces, the
+   namespaces, the run state directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from testbed import cleanup, netns, procs, traffic
+from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config
+from testbed.naming import new_run_id, prefix, run_dir
+from testbed.registry import Registry
+from testbed.results import Results, git_revision, read_json, tool_versions, write_json
+from testbed.station import Station
+from topologies.scenario import Scenario, ScenarioError, load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+ROUTER_TARGET = "nodes.router.main:run"
+
+
+class BringUpError(RuntimeError):
+    pass
+
+
+def station_sysctls(sc: Scenario) -> dict[str, str]:
+    """Per-station sysctls from the scenario's ``tcp`` block (written inside each namespace).
+
+    The kernel's default congestion control here is bbr, so ``tcp_congestion_control`` is always
+    set. ``rmem_max``/``wmem_max`` become the maxima of ``tcp_rmem``/``tcp_wmem`` (``net.core.*mem_max``
+    are read-only inside a namespace on this kernel). IP forwarding is off: the router forwards in user space. IPv6 is off so that tun0 carries
+    only the IPv4 traffic of the experiment.
+    """
+    t = sc.tcp
+    out = {
+        "net.ipv4.tcp_congestion_control": t.cc,
+        "net.ipv4.tcp_ecn": "1" if t.ecn else "0",
+        "net.ipv4.tcp_sack": "1" if t.sack else "0",
+        "net.ipv4.tcp_timestamps": "1" if t.timestamps else "0",
+        "net.ipv4.tcp_no_metrics_save": "1" if t.no_metrics_save else "0",
+        "net.ipv4.tcp_rmem": f"4096 131072 {t.rmem_max}",
+        "net.ipv4.tcp_wmem": f"4096 16384 {t.wmem_max}",
+        "net.ipv4.ip_forward": "0",
+        "net.ipv6.conf.all.disable_ipv6": "1",
+        "net.ipv6.conf.default.disable_ipv6": "1",
+    }
+    out.update({k: str(v) for k, v in t.extra_sysctls.items()})
+    return out
+
+
+def router_config(sc: Scenario, run_id: str, seed: int, sid: int, state: Path, out_dir: Path,
+                  routes: dict[int, dict[int, int]] | None) -> dict[str, Any]:
+    protocol: dict[str, Any] = {"name": sc.routing.protocol, "params": dict(sc.routing.params)}
+    if sc.routing.protocol == "static":
+        protocol["routes"] = {str(d): nh for d, nh in sorted((routes or {}).get(sid, {}).items())}
+    return {
+        "run_id": run_id,
+        "station_id": sid,
+        "n_stations": sc.stations.count,
+        "seed": seed,
+        "medium_socket": str(state / "medium.sock"),
+        "protocol": protocol,
+        "extensions": list(sc.routing.extensions),
+        "ifq_len": sc.routing.ifq_len,
+        "promiscuous": sc.routing.promiscuous,
+        "out_dir": str(out_dir),
+    }
+
+
+def nstat_snapshot(st: Station, history: Path) -> dict[str, int]:
+    """Absolute kernel counters of the station (``nstat -asz --json`` with a private history)."""
+    res = st.cmd(["nstat", "-asz", "--json"], env={"NSTAT_HISTORY": str(history)}, timeout=10)
+    if res.rc != 0:
+        return {}
+    try:
+        data = json.loads(res.stdout)
+    except ValueError:
+        return {}
+    kernel: dict[str, int] = data.get("kernel", {})
+    return kernel
+
+
+class Testbed:
+    """One run of a scenario. Use as a context manager; ``stop()`` is idempotent.
+
+    ``scenario`` is a path (loaded with ``load_scenario(path, overrides)``) or a ``Scenario``.
+    ``seed`` defaults to the scenario's. ``router_target`` is the ``module:function`` the zygote
+    calls in each station (the real router unless a test injects another).
+    """
+
+    def __init__(
+        self,
+        scenario: str | Path | Scenario,
+        seed: int | None = None,
+        experiment: str = "default",
+        out_root: str | Path = "results",
+        overrides: dict[str, Any] | None = None,
+        *,
+        router_target: str = ROUTER_TARGET,
+        medium_bin: str | Path | None = None,
+        ready_timeout_s: float | None = None,
+        quiet: bool = False,
+    ) -> None:
+        if isinstance(scenario, Scenario):
+            self.scenario, self.scenario_file = scenario, None
+        else:
+            self.scenario_file = str(scenario)
+            self.scenario = load_scenario(scenario, overrides)
+        self.seed = self.scenario.seed if seed is None else seed
+        self.experiment = experiment
+        self.out_root = Path(out_root)
+        self.router_target = router_target
+        self.medium_bin = Path(medium_bin) if medium_bin else MEDIUM_BIN
+        n = self.scenario.stations.count
+        self.ready_timeout_s = ready_timeout_s if ready_timeout_s is not None else 15.0 + 0.2 * n
+        self.quiet = quiet
+        self.run_id = ""
+        self.stations: dict[int, Station] = {}
+        self.registry: Registry | None = None
+        self.results: Results | None = None
+        self.state: Path | None = None
+        self.medium_proc: subprocess.Popen[bytes] | None = None
+        self.zygote: subprocess.Popen[bytes] | None = None
+        self.control: MediumControl | None = None
+        self.flows: list[traffic.Flow] = []
+        self.captures: list[subprocess.Popen[bytes]] = []
+        self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
+        self.timings: dict[str, float] = {}
+        self._stopped = False
+        self._started = False
+
+    # ------------------------------------------------------------------ public API
+    def __enter__(self) -> Testbed:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if ev is not None and self.results is not None:
+            self.results.summary.setdefault("interrupted", f"{type(ev).__name__}: {ev}")
+        self.stop()
+
+    @property
+    def dir(self) -> Path:
+        assert self.results is not None
+        return self.results.dir
+
+    def station(self, sid: int | str) -> Station:
+        """``tb.station(3)`` or ``tb.station("sta3")``."""
+        if isinstance(sid, str):
+            sid = int(sid.removeprefix("sta"))
+        return self.stations[sid]
+
+    def medium(self, op: str, **fields: Any) -> dict[str, Any]:
+        """A request on the medium's control socket: ``tb.medium("move", station=3, x=0, y=900)``."""
+        if self.control is None:
+            raise MediumError("the medium is not running")
+        return self.control(op, **fields)
+
+    def now_s(self) -> float:
+        """Run time: seconds since the medium started (its virtual time 0)."""
+        return time.monotonic() - (self.t0 or time.monotonic())
+
+    # ------------------------------------------------------------------ bring-up
+    def _log(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[{self.run_id}] {msg}", file=sys.stderr, flush=True)
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        t_start = time.monotonic()
+        sc = self.scenario
+        self.run_id = new_run_id()
+        self.registry = Registry.create(self.run_id)
+        self.state = run_dir(self.run_id)
+        self.results = Results(self.out_root, self.experiment, self.run_id)
+        self.registry.results_dir = str(self.results.dir)
+        self.registry.save()
+        res = self.results
+        res.write("scenario.json", json.loads(sc.model_dump_json()))
+        res.write("run.json", {
+            "run_id": self.run_id, "experiment": self.experiment, "scenario": sc.name,
+            "scenario_file": self.scenario_file, "seed": self.seed, "git": git_revision(),
+            "argv": sys.argv, "started_at": time.time(), "versions": tool_versions(),
+        })
+        (res.dir / "seed").write_text(f"{self.seed}\n")
+        res.summary = {
+            "run_id": self.run_id, "experiment": self.experiment, "scenario": sc.name, "seed": self.seed,
+            "complete": False, "flows": [], "routing_packets": None, "duration_s": None,
+        }
+        res.save_summary()
+
+        ids = sc.station_ids
+        self.stations = {i: Station(self.run_id, i, self._register) for i in ids}
+        for st in self.stations.values():
+            setattr(self, st.name, st)  # tb.sta3
+        ctl_ns = f"{prefix(self.run_id)}-ctl"
+        names = [ctl_ns] + [self.stations[i].netns for i in ids]
+        self.registry.add_namespaces(names)
+        netns.create(names)
+        self.timings["netns_s"] = time.monotonic() - t_start
+
+        # the medium
+        if not self.medium_bin.exists():
+            raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
+        mcfg = medium_config(sc, self.run_id, self.seed, self.state, res.dir / "medium")
+        write_json(self.state / "medium.json", mcfg)
+        res.write("medium/config.json", mcfg)
+        mlog = open(res.dir / "logs" / "medium.log", "wb")
+        self.t0 = time.monotonic()
+        self.medium_proc = subprocess.Popen(
+            ["ip", "netns", "exec", ctl_ns, str(self.medium_bin), "--config", str(self.state / "medium.json")],
+            stdin=subprocess.DEVNULL, stdout=mlog, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        mlog.close()
+        self._register(self.medium_proc.pid, "medium")
+        self.control = MediumControl(self.state / "control.sock")
+        self.control.wait_ready(10.0, alive=lambda: self.medium_proc is not None and self.medium_proc.poll() is None)
+        self.timings["medium_s"] = time.monotonic() - t_start
+
+        # the zygote and the routers
+        zlog = open(res.dir / "logs" / "zygote.log", "wb")
+        self.zygote = subprocess.Popen(
+            ["ip", "netns", "exec", ctl_ns, sys.executable, "-m", "testbed.zygote",
+             "--target", self.router_target, "--name", f"{prefix(self.run_id)}-zyg"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=zlog, start_new_session=True,
+            cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        zlog.close()
+        self._register(self.zygote.pid, "zygote")
+        hello = self._zygote_reply(timeout_s=30.0)
+        if not hello.get("ok"):
+            raise BringUpError(f"zygote: {hello.get('error')}")
+        routes = sc.static_routes(self.seed) if sc.routing.protocol == "static" else None
+        sysctls = station_sysctls(sc)
+        items = []
+        for sid in ids:
+            cfg = router_config(sc, self.run_id, self.seed, sid, self.state, res.dir / "routers", routes)
+            write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg)
+            items.append({"station": sid, "netns": self.stations[sid].netns, "sysctls": sysctls, "config": cfg,
+                          "log": str(res.dir / "logs" / f"sta{sid}.log")})
+        reply = self._zygote_call({"op": "spawn", "stations": items}, timeout_s=30.0)
+        if not reply.get("ok"):
+            raise BringUpError(f"zygote spawn: {reply.get('error')}")
+        assert self.registry is not None
+        self.registry.add_processes([(pid, f"router:sta{sid}", self.stations[sid].netns)
+                                     for sid, pid, _ in reply["pids"]])
+        for sid, pid, _ in reply["pids"]:
+            self.stations[sid].router_pid = pid
+        self._wait_routers()
+        self.timings["bringup_s"] = time.monotonic() - t_start
+        res.summary["bringup_s"] = round(self.timings["bringup_s"], 3)
+        res.save_summary()
+        self._log(f"{len(ids)} stations up in {self.timings['bringup_s']:.2f} s; results in {res.dir}")
+
+    def _register(self, pid: int, role: str) -> None:
+        if self.registry is not None:
+            self.registry.add_process(pid, role)
+
+    def _zygote_reply(self, timeout_s: float) -> dict[str, Any]:
+        assert self.zygote is not None and self.zygote.stdout is not None
+        import select
+
+        fd = self.zygote.stdout.fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BringUpError(f"zygote: no reply in {timeout_s} s")
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise BringUpError("zygote exited (see logs/zygote.log)")
+                buf += chunk
+        reply: dict[str, Any] = json.loads(buf.split(b"\n", 1)[0])
+        return reply
+
+    def _zygote_call(self, req: dict[str, Any], timeout_s: float = 10.0) -> dict[str, Any]:
+        assert self.zygote is not None and self.zygote.stdin is not None
+        self.zygote.stdin.write((json.dumps(req) + "\n").encode())
+        self.zygote.stdin.flush()
+        return self._zygote_reply(timeout_s)
+
+    def _wait_routers(self) -> None:
+        """Wait until every router is connected to the medium, or fail naming who is not.
+
+        A router writes ``sta<N>.counters.json`` as soon as the medium has welcomed it and its loop
+        runs (docs/interfaces.md section 4), so the file's appearance in this run's fresh results
+        directory is the readiness signal.
+        """
+        pending = set(self.stations)
+        deadline = time.monotonic() + self.ready_timeout_s
+        routers = self.dir / "routers"
+        while pending:
+            pending = {sid for sid in pending if not (routers / f"sta{sid}.counters.json").exists()}
+            if not pending:
+                break
+            status = self._zygote_call({"op": "status"})
+            dead = {int(p): c for p, c in status.get("exited", {}).items()}
+            died = [sid for sid in sorted(pending) if self.stations[sid].router_pid in dead]
+            if died:
+                sid = died[0]
+                raise BringUpError(f"router of sta{sid} exited with {dead[self.stations[sid].router_pid or 0]} "
+                                   f"during bring-up (see {self.dir}/logs/sta{sid}.log)")
+            if self.medium_proc is not None and self.medium_proc.poll() is not None:
+                raise BringUpError(f"the medium exited with {self.medium_proc.returncode} during bring-up "
+                                   f"(see {self.dir}/logs/medium.log)")
+            if time.monotonic() > deadline:
+                raise BringUpError(f"routers not connected after {self.ready_timeout_s:.0f} s: "
+                                   f"{', '.join(f'sta{s}' for s in sorted(pending))}")
+            time.sleep(0.05)
+
+    # ------------------------------------------------------------------ the experiment
+    def start_captures(self, stations: list[int] | None = None) -> None:
+        for sid in stations or list(self.stations):
+            st = self.stations[sid]
+            path = self.results.pcaps / f"{st.name}.pcap" if self.results else Path(f"{st.name}.pcap")
+            self.captures.append(st.popen(["tcpdump", "-ni", st.wlan, "-U", "-Z", "root", "-w", str(path)], role="tcpdump",
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def run(self, duration_s: float | None = None) -> dict[str, Any]:
+        """Run the scenario's traffic until ``duration_s`` (default: the scenario's) of run time.
+
+        Returns the summary (also in ``summary.json``).
+        """
+        assert self.results is not None
+        sc, res = self.scenario, self.results
+        end_s = sc.duration_s if duration_s is None else duration_s
+        if sc.capture.pcap:
+            self.start_captures(sc.capture.stations)
+        hist = self.state / "nstat.hist" if self.state else Path("/nonexistent")
+        before = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
+        write_json(res.dir / "nstat" / "before.json", {f"sta{k}": v for k, v in before.items()})
+        self.flows = traffic.make_flows(sc, res.dir / "flows")
+        if self.flows:
+            traffic.start_servers(self.flows, self.stations)
+        res.summary["flows"] = [self._flow_summary(fl) for fl in self.flows]
+        res.save_summary()
+        pending = sorted(self.flows, key=lambda f: f.spec.start_s)
+        running: list[traffic.Flow] = []
+        run_started = time.monotonic()
+        while True:
+            now = self.now_s()
+            while pending and pending[0].spec.start_s <= now:
+                fl = pending.pop(0)
+                traffic.start_client(fl, self.stations, end_s - fl.spec.start_s, now)
+                running.append(fl)
+                self._log(f"t={now:6.2f}s start {fl.id} sta{fl.src} -> sta{fl.dst}")
+            for fl in list(running):
+                if fl.client is not None and fl.client.poll() is not None:
+                    self._finish_flow(fl)
+                    running.remove(fl)
+            if now >= end_s and not pending:
+                break
+            time.sleep(0.05)
+        # grace for clients still finishing their last exchange
+        deadline = time.monotonic() + 5.0
+        while running and time.monotonic() < deadline:
+            for fl in list(running):
+                if fl.client is not None and fl.client.poll() is not None:
+                    self._finish_flow(fl)
+                    running.remove(fl)
+            time.sleep(0.05)
+        for fl in running:
+            traffic.stop_proc(fl.client)
+            self._finish_flow(fl)
+        for fl in self.flows:
+            traffic.stop_proc(fl.server)
+            if not fl.done:
+                self._finish_flow(fl)
+        after = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
+        write_json(res.dir / "nstat" / "after.json", {f"sta{k}": v for k, v in after.items()})
+        timeouts = {sid: after[sid].get("TcpExtTCPTimeouts", 0) - before[sid].get("TcpExtTCPTimeouts", 0)
+                    for sid in self.stations if after.get(sid) and before.get(sid)}
+        res.summary["stations"] = {f"sta{sid}": {"tcp_timeouts": v} for sid, v in timeouts.items()}
+        for fl, fs in zip(self.flows, res.summary["flows"], strict=True):
+            if fl.proto == "tcp":
+                fs["tcp_timeouts"] = timeouts.get(fl.src)
+        res.summary["duration_s"] = round(time.monotonic() - run_started, 3)
+        res.summary["complete"] = True
+        res.save_summary()
+        return res.summary
+
+    def _flow_summary(self, fl: traffic.Flow) -> dict[str, Any]:
+        s = fl.spec
+        out: dict[str, Any] = {"id": fl.id, "proto": fl.proto, "src": s.src, "dst": s.dst, "start_s": s.start_s,
+                               "duration_s": s.duration_s}
+        if fl.proto == "tcp":
+            out["cc"] = getattr(s, "cc", None)
+        out.update({"throughput_bps": None, "tcp_timeouts": None, "retransmits": None})
+        return out
+
+    def _finish_flow(self, fl: traffic.Flow) -> None:
+        assert self.results is not None
+        if fl.done:
+            return
+        if fl.server is not None and fl.server.poll() is None:
+            try:  # the one-off server exits by itself right after the client's last exchange
+                fl.server.wait(3.0)
+            except subprocess.TimeoutExpired:
+                traffic.stop_proc(fl.server)
+        fl.done = True
+        fl.result = traffic.parse_flow(fl)
+        for fs in self.results.summary["flows"]:
+            if fs["id"] == fl.id:
+                fs.update(fl.result)
+                fs["started_at_s"] = None if fl.started_at_s is None else round(fl.started_at_s, 3)
+        self.results.save_summary()
+        self._log(f"t={self.now_s():6.2f}s done  {fl.id}: {fl.result.get('throughput_bps')} bit/s")
+
+    # ------------------------------------------------------------------ teardown
+    def stop(self) -> None:
+        """Stop everything of this run and remove its namespaces and state directory."""
+        if self._stopped or not self._started:
+            return
+        self._stopped = True
+        t = time.monotonic()
+        with _signals_deferred():
+            for fl in self.flows:
+                traffic.stop_proc(fl.client, grace_s=1.0)
+                traffic.stop_proc(fl.server, grace_s=0.5)
+            for p in self.captures:
+                traffic.stop_proc(p, grace_s=1.0)
+            if self.zygote is not None and self.zygote.poll() is None:
+                try:
+                    self._zygote_call({"op": "stop", "timeout_s": 2.0}, timeout_s=6.0)
+                except (BringUpError, OSError, ValueError):
+                    pass
+                try:
+                    self.zygote.wait(2.0)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.medium_proc is not None and self.medium_proc.poll() is None:
+                try:
+                    self.medium("stop")
+                except (OSError, MediumError, ValueError):
+                    pass
+                try:
+                    self.medium_proc.wait(3.0)
+                except subprocess.TimeoutExpired:
+                    pass
+            own = [p for p in (self.zygote, self.medium_proc) if p is not None]
+            procs.terminate({p.pid: None for p in own if p.poll() is None}, timeout_s=1.0)
+            for p in own:
+                try:
+                    p.wait(1.0)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.registry is not None:
+                cleanup.clean_run(self.registry, own_run=True)
+            self._finalize()
+            self.timings["teardown_s"] = time.monotonic() - t
+        self._log(f"torn down in {self.timings['teardown_s']:.2f} s")
+
+    def _finalize(self) -> None:
+        """Router and medium counters into the summary (whatever the run got to write)."""
+        if self.results is None:
+            return
+        res = self.results
+        total = 0
+        found = False
+        for sid in self.stations:
+            c = read_json(res.dir / "routers" / f"sta{sid}.counters.json")
+            if c is not None:
+                found = True
+                total += int(c.get("routing_packets", 0))
+        res.summary["routing_packets"] = total if found else None
+        mc = read_json(res.dir / "medium" / "counters.json")
+        if mc is not None:
+            res.summary["medium_counters"] = "medium/counters.json"
+        res.summary["teardown_at"] = time.time()
+        res.save_summary()
+
+
+class _signals_deferred:
+    """Hold SIGINT/SIGTERM during teardown so a second Ctrl-C cannot leave half a cleanup."""
+
+    def __enter__(self) -> None:
+        self.pending: list[int] = []
+        self.old: dict[int, Any] = {}
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self._hold)
+        except ValueError:  # not the main thread: nothing to defer
+            self.old = {}
+
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
+        self.pending.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        for sig in self.pending[:1]:  # delivered again now that the cleanup is done
+            os.kill(os.getpid(), sig)
+
+
+def run_scenario(scenario_path: str, seed: int | None, experiment: str, out_root: str = "results",
+                 overrides: dict[str, Any] | None = None, *, quiet: bool = True) -> Path:
+    """Run one scenario with one seed; return the run directory (``summary.json`` inside).
+
+    Raises ``ScenarioError`` for a bad scenario (before anything is created). An interrupted run
+    leaves its directory with ``"complete": false``.
+    """
+    with Testbed(scenario_path, seed=seed, experiment=experiment, out_root=out_root, overrides=overrides,
+                 quiet=quiet) as tb:
+        tb.run()
+        return tb.dir
+
+
+def print_table(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{summary.get('scenario')} seed {summary.get('seed')} run {summary.get('run_id')}"
+              + ("" if summary.get("complete") else " (INCOMPLETE)"))
+    for col in ("flow", "src->dst", "cc", "throughput (kbit/s)", "TCP timeouts", "retransmits", "error"):
+        t.add_column(col)
+    for f in summary.get("flows", []):
+        thr = f.get("throughput_bps")
+        t.add_row(f["id"], f"sta{f['src']}->sta{f['dst']}", str(f.get("cc") or "-"),
+                  "-" if thr is None else f"{thr / 1e3:.1f}", str(f.get("tcp_timeouts", "-")),
+                  str(f.get("retransmits", "-")), str(f.get("error") or ""))
+    c = Console()
+    c.print(t)
+    c.print(f"routing packets: {summary.get('routing_packets')}   duration: {summary.get('duration_s')} s")
+
+
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m testbed.run", description="Run one scenario with one seed.")
+    ap.add_argument("scenario")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--experiment", default="default")
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a scenario field, e.g. --set traffic.tcp[0].cc=cubic (value parsed as YAML)")
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_exit)
+    signal.signal(signal.SIGHUP, _raise_exit)
+    overrides = None
+    if args.set:
+        import yaml
+
+        overrides = {}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep:
+                print(f"--set {item!r}: expected FIELD=VALUE", file=sys.stderr)
+                return 2
+            overrides[key] = yaml.safe_load(value)
+    try:
+        tb = Testbed(args.scenario, seed=args.seed, experiment=args.experiment, out_root=args.out,
+                     overrides=overrides)
+    except ScenarioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with tb:
+            summary = tb.run()
+    except KeyboardInterrupt:
+        print(f"interrupted; partial results in {tb.results.dir if tb.results else '-'}", file=sys.stderr)
+        return 130
+    except (BringUpError, MediumError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print_table(summary)
+    print(f"results: {tb.dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Scenario traffic with iperf3: one server and one client per flow, started at the flow's time.
+
+TCP flow ``i``: ``iperf3 -s -1 -J -p 5201+i`` in the destination, then at ``start_s``
+``iperf3 -c <dst ip> -p <port> -t <duration> -J -C <cc> -M <mss> [-w <window bytes>]`` in the
+source (iperf3 3.12 supports ``--congestion``). ``max_window_pkts`` becomes ``-w
+max_window_pkts * mss``: the socket buffers on both ends, which bounds the advertised window and
+so the flight size to about that many segments (an approximation of ns-2's ``window_``). UDP
+flows are iperf3 ``-u -b <rate> -l <size>`` CBR. Each process writes its JSON straight into
+``results/.../flows/``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed import netns
+from testbed.station import Station
+from topologies.scenario import Scenario, TcpFlow, UdpFlow
+
+BASE_PORT = 5201
+
+
+@dataclass
+class Flow:
+    id: str
+    proto: str  # "tcp" | "udp"
+    spec: TcpFlow | UdpFlow
+    port: int
+    client_json: Path
+    server_json: Path
+    server: subprocess.Popen[bytes] | None = None
+    client: subprocess.Popen[bytes] | None = None
+    started_at_s: float | None = None  # run time at which the client started
+    done: bool = False
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def src(self) -> int:
+        return self.spec.src
+
+    @property
+    def dst(self) -> int:
+        return self.spec.dst
+
+    def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
+        s = self.spec
+        argv = ["iperf3", "-c", dst_ip, "-p", str(self.port), "-J"]
+        if isinstance(s, TcpFlow) and s.transfer_bytes is not None:
+            argv += ["-n", str(s.transfer_bytes)]
+        else:
+            dur = s.duration_s if s.duration_s is not None else default_duration_s
+            argv += ["-t", f"{max(1, round(dur))}"]
+        if isinstance(s, TcpFlow):
+            if s.cc:
+                argv += ["-C", s.cc]
+            argv += ["-M", str(s.mss)]
+            if s.max_window_pkts is not None:
+                argv += ["-w", str(s.max_window_pkts * s.mss)]
+        else:
+            argv += ["-u", "-b", str(int(s.rate_bps)), "-l", str(s.size_bytes)]
+        return argv
+
+
+def make_flows(scenario: Scenario, flows_dir: Path) -> list[Flow]:
+    flows: list[Flow] = []
+    specs: list[tuple[str, TcpFlow | UdpFlow]] = [("tcp", f) for f in scenario.traffic.tcp]
+    specs += [("udp", f) for f in scenario.traffic.udp]
+    counts = {"tcp": 0, "udp": 0}
+    for i, (proto, spec) in enumerate(specs):
+        fid = f"{proto}{counts[proto]}"
+        counts[proto] += 1
+        flows.append(
+            Flow(fid, proto, spec, BASE_PORT + i, flows_dir / f"{fid}.client.json", flows_dir / f"{fid}.server.json")
+        )
+    return flows
+
+
+def listening_ports(ns: str) -> set[int]:
+    """TCP ports in LISTEN state in namespace ``ns`` (its own /proc/net/tcp and tcp6)."""
+
+    def read() -> list[str]:
+        lines = []
+        for name in ("tcp", "tcp6"):
+            try:
+                with open(f"/proc/thread-self/net/{name}") as f:
+                    lines += f.read().splitlines()[1:]
+            except FileNotFoundError:
+                pass
+        return lines
+
+    ports = set()
+    for line in netns.in_netns(ns, read):
+        parts = line.split()
+        if len(parts) > 3 and parts[3] == "0A":
+            ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: float = 10.0) -> None:
+    for fl in flows:
+        out = open(fl.server_json, "wb")
+        fl.server = stations[fl.dst].popen(
+            ["iperf3", "-s", "-1", "-J", "-p", str(fl.port)], role=f"iperf3-server:{fl.id}", stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        out.close()
+    deadline = time.monotonic() + timeout_s
+    pending = {fl.dst: set() for fl in flows}
+    for fl in flows:
+        pending[fl.dst].add(fl.port)
+    while pending and time.monotonic() < deadline:
+        for dst in list(pending):
+            pending[dst] -= listening_ports(stations[dst].netns)
+            if not pending[dst]:
+                del pending[dst]
+        if pending:
+            time.sleep(0.02)
+    if pending:
+        raise RuntimeError(f"iperf3 servers not listening after {timeout_s} s: {pending}")
+
+
+def start_client(fl: Flow, stations: dict[int, Station], default_duration_s: float, now_s: float) -> None:
+    out = open(fl.client_json, "wb")
+    fl.client = stations[fl.src].popen(
+        fl.client_argv(stations[fl.dst].ip, default_duration_s), role=f"iperf3-client:{fl.id}", stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    out.close()
+    fl.started_at_s = now_s
+
+
+def stop_proc(proc: subprocess.Popen[bytes] | None, grace_s: float = 2.0) -> None:
+    """SIGINT (iperf3 and tcpdump then write their output), SIGTERM, SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        data: dict[str, Any] = json.loads(text[start:])
+        return data
+    except ValueError:
+        return None
+
+
+def parse_flow(fl: Flow) -> dict[str, Any]:
+    """Receiver-side throughput and sender retransmits from the two iperf3 JSON files."""
+    client, server = _load(fl.client_json), _load(fl.server_json)
+    res: dict[str, Any] = {"throughput_bps": None, "retransmits": None, "bytes_received": None, "error": None}
+    errors = [d["error"] for d in (client, server) if d and "error" in d]
+    if errors:
+        res["error"] = "; ".join(errors)
+    if fl.proto == "tcp":
+        recv = (server or {}).get("end", {}).get("sum_received") or (client or {}).get("end", {}).get("sum_received")
+        sent = (client or {}).get("end", {}).get("sum_sent")
+        if recv:
+            res["throughput_bps"] = float(recv.get("bits_per_second", 0.0))
+            res["bytes_received"] = int(recv.get("bytes", 0))
+        if sent and "retransmits" in sent:
+            res["retransmits"] = int(sent["retransmits"])
+    else:
+        rsum = (server or {}).get("end", {}).get("sum") or (client or {}).get("end", {}).get("sum_received")
+        if rsum:
+            res["throughput_bps"] = float(rsum.get("bits_per_second", 0.0))
+            res["bytes_received"] = int(rsum.get("bytes", 0))
+            res["lost_percent"] = rsum.get("lost_percent")
+    if client is None and res["error"] is None:
+        res["error"] = "no iperf3 client output"
+    return res
