@@ -26,7 +26,7 @@ from pathlib import Path
 from topologies.errors import MovementFileError
 from topologies.mobility import Trajectory, position_at
 
-_NUM = r"([-+0-9.eE]+|[-+]?inf|nan)"
+_NUM = r'([^\s"]+)'
 _SET = re.compile(rf"^\$node_\((\d+)\)\s+set\s+([XYZ])_\s+{_NUM}$")
 _SETDEST = re.compile(rf'^\$ns_\s+at\s+{_NUM}\s+"\$node_\((\d+)\)\s+setdest\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*"$')
 _GOD = re.compile(r'^(\$god_\s|\$ns_\s+at\s+\S+\s+"\$god_\s)')
