@@ -31,7 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from topologies.errors import MovementFileError, ScenarioError
+from topologies.errors import MovementFileError
+from topologies.errors import ScenarioError as ScenarioError  # re-exported
 from topologies.radio import PRESETS
 from topologies.seeding import derive_rng
 
