@@ -1,0 +1,338 @@
+"""Sweep files: the schema, validation on load, and the expansion into run points.
+
+A sweep is data (issue 2, item 5; STYLE "Experiments and results"): a base scenario, overrides set
+on every run, a grid of overrides (dotted field path -> list of values), optional named variants
+(an axis whose values are labelled bundles of overrides), exclusions, and the seeds. Its cartesian
+product x seeds is the list of run points, in a fixed order. Each point has a stable id, a hash of
+the base scenario path, its overrides and its seed, so a resumed or sharded sweep finds the same
+points again. docs/experiments.md documents the format.
+
+Errors name the file, the line, the field and the reason, like scenario errors:
+``experiments/sweeps/x.yaml:7: grid.routing.protocol: expected a non-empty list of values``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError, model_validator
+
+#: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
+_PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
+
+DottedPath = Annotated[str, StringConstraints(pattern=_PATH_PATTERN)]
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$")]
+Label = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")]
+
+
+class SweepError(Exception):
+    """A sweep file that cannot be used. ``problems``: ``(field path, reason)`` pairs."""
+
+    def __init__(self, file: str, problems: list[tuple[str, str]], message: str) -> None:
+        super().__init__(message)
+        self.file = file
+        self.problems = problems
+
+
+class SeedRange(BaseModel):
+    """``seeds: {first: 1, count: 10}`` is seeds 1..10."""
+
+    model_config = ConfigDict(extra="forbid")
+    first: Annotated[StrictInt, Field(ge=0)] = 1
+    count: Annotated[StrictInt, Field(ge=1)]
+
+
+class Sweep(BaseModel):
+    """A validated sweep file. Build it with ``load_sweep``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Results go to ``<out>/<experiment>/``.
+    experiment: Name
+    description: str = ""
+    #: Base scenario file, relative to the working directory (the repository root).
+    scenario: str
+    #: Which paper's headline numbers ``experiments.compare`` puts beside ours (``experiments.papers``).
+    paper: str | None = None
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] | SeedRange
+    #: Overrides applied to every point (dotted path -> value).
+    set: dict[DottedPath, Any] = Field(default_factory=dict)
+    #: Axes of the grid: dotted path -> the values it takes.
+    grid: dict[DottedPath, list[Any]] = Field(default_factory=dict)
+    #: Named axes whose values are labelled bundles of overrides: axis -> label -> {path: value}.
+    variants: dict[Name, dict[Label, dict[DottedPath, Any]]] = Field(default_factory=dict)
+    #: Points to leave out: each entry is a partial assignment of axes (grid values or variant labels).
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Sweep:
+        problems: list[tuple[str, str]] = []
+        seeds = self.seed_list()
+        if not seeds:
+            problems.append(("seeds", "no seeds"))
+        dup = sorted({s for s in seeds if seeds.count(s) > 1})
+        if dup:
+            problems.append(("seeds", f"seed {dup[0]} listed twice"))
+        for path, values in self.grid.items():
+            if not values:
+                problems.append((f"grid.{path}", "expected a non-empty list of values"))
+            if path in self.set:
+                problems.append((f"grid.{path}", "also in set: a field is either fixed or an axis"))
+            for i, v in enumerate(values):
+                if v in values[:i]:
+                    problems.append((f"grid.{path}[{i}]", f"value {v!r} listed twice"))
+        for axis, bundles in self.variants.items():
+            if axis in self.grid:
+                problems.append((f"variants.{axis}", "also a grid axis"))
+            if not bundles:
+                problems.append((f"variants.{axis}", "expected at least one labelled bundle"))
+            for name, overrides in bundles.items():
+                for path in overrides:
+                    if path in self.grid or path in self.set:
+                        where = "grid" if path in self.grid else "set"
+                        problems.append((f"variants.{axis}.{name}.{path}", f"also in {where}"))
+        axes = self.axes()
+        for i, ex in enumerate(self.exclude):
+            for key, value in ex.items():
+                if key not in axes:
+                    problems.append((f"exclude[{i}].{key}", f"not an axis (axes: {', '.join(axes) or 'none'})"))
+                elif not any(label(value) == label(v) for v in axes[key]):
+                    problems.append((f"exclude[{i}].{key}", f"{value!r} is not one of the axis' values"))
+        if problems:
+            raise _Problems(problems)
+        return self
+
+    def seed_list(self) -> list[int]:
+        if isinstance(self.seeds, SeedRange):
+            return list(range(self.seeds.first, self.seeds.first + self.seeds.count))
+        return list(self.seeds)
+
+    def axes(self) -> dict[str, list[Any]]:
+        """Every axis with its values, in declaration order: grid paths, then variant names (labels)."""
+        out: dict[str, list[Any]] = {path: list(values) for path, values in self.grid.items()}
+        for axis, bundles in self.variants.items():
+            out[axis] = list(bundles)
+        return out
+
+
+class _Problems(ValueError):
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{p}: {r}" for p, r in problems))
+        self.problems = problems
+
+
+def label(value: Any) -> str:
+    """How a parameter value is written in CSV files, tables and plots: lists as ``a+b`` (``none`` if empty)."""
+    if isinstance(value, list | tuple):
+        return "+".join(label(v) for v in value) if value else "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One run of a sweep: an assignment of every axis, the overrides it means, and a seed.
+
+    ``index`` is the point's position in the sweep's expansion order (shards use it);
+    ``params`` maps each axis to its value (a variant axis to its label).
+    """
+
+    index: int
+    point_id: str
+    params: dict[str, Any]
+    overrides: dict[str, Any]
+    seed: int
+
+    @property
+    def group_key(self) -> tuple[tuple[str, str], ...]:
+        """The point without its seed: runs with the same key are averaged together."""
+        return tuple((k, label(v)) for k, v in self.params.items())
+
+
+def point_id(scenario: str, overrides: Mapping[str, Any], seed: int) -> str:
+    """Stable 12-hex id of (base scenario path, overrides, seed); key order does not matter."""
+    canon = json.dumps(
+        {"scenario": Path(scenario).as_posix(), "overrides": overrides, "seed": seed},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(canon.encode()).hexdigest()[:12]
+
+
+def _excluded(sweep: Sweep, params: Mapping[str, Any]) -> bool:
+    return any(all(label(params[k]) == label(v) for k, v in ex.items()) for ex in sweep.exclude)
+
+
+def expand(sweep: Sweep) -> list[Point]:
+    """The sweep's run points: the product of the axes in declaration order (last axis fastest),
+    seeds innermost, excluded combinations left out. ``index`` counts the points kept."""
+    axes = sweep.axes()
+    names = list(axes)
+    points: list[Point] = []
+    for combo in itertools.product(*(axes[n] for n in names)) if names else [()]:
+        params = dict(zip(names, combo, strict=True))
+        if _excluded(sweep, params):
+            continue
+        overrides: dict[str, Any] = dict(sweep.set)
+        for name, value in params.items():
+            if name in sweep.variants:
+                overrides.update(sweep.variants[name][value])
+            else:
+                overrides[name] = value
+        for seed in sweep.seed_list():
+            pid = point_id(sweep.scenario, overrides, seed)
+            points.append(Point(len(points), pid, dict(params), dict(overrides), seed))
+    return points
+
+
+def groups(points: list[Point]) -> Iterator[list[Point]]:
+    """Points grouped by ``group_key`` (same parameters, different seeds), in expansion order."""
+    seen: dict[tuple[tuple[str, str], ...], list[Point]] = {}
+    for p in points:
+        seen.setdefault(p.group_key, []).append(p)
+    yield from seen.values()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def _line_map(node: yaml.Node | None, prefix: tuple[str, ...], out: dict[tuple[str, ...], int]) -> None:
+    if node is None:
+        return
+    out.setdefault(prefix, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = (*prefix, str(key_node.value))
+            out[key] = key_node.start_mark.line + 1
+            _line_map(value_node, key, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, (*prefix, str(i)), out)
+
+
+def _render(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _fail(file: str, problems: list[tuple[tuple[str | int, ...], str]], lines: dict[tuple[str, ...], int]) -> SweepError:
+    msgs, rendered = [], []
+    for loc, reason in problems:
+        key = tuple(str(p) for p in loc)
+        line = next((lines[key[:n]] for n in range(len(key), -1, -1) if key[:n] in lines), None)
+        where = f"{file}:{line}" if line else file
+        path = _render(loc)
+        rendered.append((path, reason))
+        msgs.append(f"{where}: {path or '<top>'}: {reason}")
+    return SweepError(file, rendered, "\n".join(msgs))
+
+
+def _split(path: str) -> tuple[str | int, ...]:
+    """A problem path from ``_Problems`` (``grid.routing.protocol[1]``) as a loc; the dotted key
+    after ``grid.``/``set.`` stays one element, as it is one key in the file."""
+    head, _, rest = path.partition(".")
+    if head in ("grid", "set") and rest:
+        key, bracket, idx = rest.partition("[")
+        return (head, key, int(idx.rstrip("]"))) if bracket else (head, key)
+    if head == "variants" and rest:
+        parts = rest.split(".", 2)
+        return (head, *parts)
+    if head.startswith("exclude["):
+        idx = int(head[len("exclude[") : -1])
+        return ("exclude", idx, rest) if rest else ("exclude", idx)
+    return (path,) if path else ()
+
+
+def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -> Sweep:
+    """Validate sweep YAML ``text``; ``file`` names it in errors. Raises ``SweepError``."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file}:{mark.line + 1}" if mark else file
+        reason = " ".join(s for s in (exc.context, exc.problem) if s)
+        raise SweepError(file, [("", reason)], f"{where}: YAML syntax error: {reason}") from None
+    lines: dict[tuple[str, ...], int] = {}
+    _line_map(node, (), lines)
+    if not isinstance(data, dict):
+        raise SweepError(file, [("", "expected a mapping")], f"{file}: expected a mapping of fields")
+    try:
+        sweep = Sweep.model_validate(data)
+    except ValidationError as exc:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for err in exc.errors():
+            inner = (err.get("ctx") or {}).get("error")
+            if isinstance(inner, _Problems):
+                problems.extend((_split(p), r) for p, r in inner.problems)
+                continue
+            loc = tuple(err["loc"])
+            if loc[:1] == ("seeds",) and len(loc) > 1:
+                # The seeds union: report only the branch the file chose (a list or a mapping).
+                branch = "SeedRange" if isinstance(data.get("seeds"), dict) else "list[constrained-int]"
+                if loc[1] != branch:
+                    continue
+                loc = ("seeds", *loc[2:])
+            reason = {"extra_forbidden": "unknown key", "missing": "required field missing"}.get(
+                err["type"], err["msg"].removeprefix("Value error, ")
+            )
+            if err["type"] == "string_pattern_mismatch":
+                reason = f"{err['input']!r} is not a valid name (expected pattern {err['ctx']['pattern']})"
+            if loc[-1:] == ("[key]",):
+                loc = loc[:-2] + (str(err["input"]),) if len(loc) >= 2 else loc[:-1]
+                reason = f"{err['input']!r} is not a dotted field path like routing.protocol or traffic.tcp[0].cc"
+            problems.append((loc, reason))
+        raise _fail(file, problems, lines) from None
+    if check_scenario and not Path(sweep.scenario).is_file():
+        raise _fail(file, [(("scenario",), f"file {sweep.scenario!r} does not exist")], lines)
+    return sweep
+
+
+def load_sweep(path: str | Path, check_scenario: bool = True) -> Sweep:
+    """Read and validate a sweep file. Raises ``SweepError`` naming file, line, field and reason."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SweepError(file, [("", exc.strerror or str(exc))], f"{file}: {exc.strerror}") from None
+    return parse_sweep(text, file, check_scenario)
+
+
+def check_points(sweep: Sweep, points: list[Point]) -> list[str]:
+    """Load the base scenario with each distinct set of overrides (catches a misspelt path or a
+    value the scenario rejects before any run starts); returns one message per failing set."""
+    from topologies.errors import ScenarioError
+    from topologies.scenario import load_scenario
+
+    errors: list[str] = []
+    seen: set[str] = set()
+    for p in points:
+        key = json.dumps(p.overrides, sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            load_scenario(sweep.scenario, p.overrides)
+        except ScenarioError as exc:
+            params = ", ".join(f"{k}={label(v)}" for k, v in p.params.items())
+            errors.append(f"point {params or '(no axes)'}:\n  " + str(exc).replace("\n", "\n  "))
+    return errors
