@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +112,19 @@ def _nft_tables() -> list[tuple[str, str]]:
     return out
 
 
+def _drop_unborn(d: Path) -> None:
+    """A run directory still being prepared (``.new-*``): removed once its runner is gone."""
+    try:
+        reg = Registry.load(d / "registry.json")
+    except (FileNotFoundError, ValueError, KeyError):
+        if time.time() - d.stat().st_mtime < 60:
+            return
+    else:
+        if reg.runner_alive():
+            return
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def clean_leftovers(*, force: bool = False, run_ids: list[str] | None = None) -> CleanReport:
     """Clean every run of ours whose runner is gone (all of ours with ``force``).
 
@@ -121,6 +135,9 @@ def clean_leftovers(*, force: bool = False, run_ids: list[str] | None = None) ->
     regs: dict[str, Registry] = {}
     if RUN_ROOT.is_dir():
         for d in sorted(RUN_ROOT.iterdir()):
+            if d.name.startswith(".new-") and d.is_dir():
+                _drop_unborn(d)
+                continue
             if not RUN_ID_RE.match(d.name):
                 continue  # not a run directory of ours
             path = d / "registry.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,13 +33,20 @@ class Registry:
 
     @classmethod
     def create(cls, run_id: str) -> Registry:
-        d = run_dir(run_id)
-        d.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        d.mkdir(mode=0o700)
-        os.chmod(d, 0o700)
+        """Make ``/run/manet/<runid>/`` (0700) with its registry in one step.
+
+        The directory is prepared under a name cleanup ignores and renamed into place, so a
+        concurrent ``testbed.clean`` never sees a run directory without its runner's pid.
+        """
+        final = run_dir(run_id)
+        final.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".new-", dir=final.parent))
+        os.chmod(tmp, 0o700)
         pid = os.getpid()
-        reg = cls(run_id, d / "registry.json", runner={"pid": pid, "start_time": procs.start_time(pid)})
+        reg = cls(run_id, tmp / "registry.json", runner={"pid": pid, "start_time": procs.start_time(pid)})
         reg.save()
+        os.rename(tmp, final)
+        reg.path = final / "registry.json"
         return reg
 
     @classmethod
