@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# make bench: bring-up/teardown of 10, 50, 100 stations and idle CPU of 100 (results/bench/*.json).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exec python3 bench/foundation/bringup.py "$@"
