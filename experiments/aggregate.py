@@ -68,7 +68,9 @@ def _mss_by_flow(scenario: Any) -> list[int]:
         return []
 
 
-def run_metrics(summary: Mapping[str, Any], scenario: Any = None) -> tuple[dict[str, float], list[dict[str, float]]]:
+def run_metrics(
+    summary: Mapping[str, Any], scenario: Any = None
+) -> tuple[dict[str, float], list[dict[str, float]]]:
     """Run metrics and per-TCP-flow metrics from a ``summary.json`` (and the run's ``scenario.json``)."""
     flows = [f for f in summary.get("flows") or [] if isinstance(f, dict) and f.get("proto", "tcp") == "tcp"]
     mss = _mss_by_flow(scenario)
@@ -78,7 +80,9 @@ def run_metrics(summary: Mapping[str, Any], scenario: Any = None) -> tuple[dict[
     transfer = math.nan
     failed = 0
     for k, f in enumerate(flows):
-        thr, to, rtx, nbytes = (_num(f.get(x)) for x in ("throughput_bps", "tcp_timeouts", "retransmits", "bytes_received"))
+        thr, to, rtx, nbytes = (
+            _num(f.get(x)) for x in ("throughput_bps", "tcp_timeouts", "retransmits", "bytes_received")
+        )
         per_flow.append({"throughput_bps": thr, "tcp_timeouts": to, "retransmits": rtx})
         if f.get("error") or math.isnan(thr):
             failed += 1
@@ -90,7 +94,11 @@ def run_metrics(summary: Mapping[str, Any], scenario: Any = None) -> tuple[dict[
                 t = nbytes * 8 / thr
                 transfer = t if math.isnan(transfer) else max(transfer, t)
     n = len(flows)
-    thr_total = math.fsum(x["throughput_bps"] for x in per_flow if not math.isnan(x["throughput_bps"])) if n else math.nan
+    thr_total = (
+        math.fsum(x["throughput_bps"] for x in per_flow if not math.isnan(x["throughput_bps"]))
+        if n
+        else math.nan
+    )
     to_total = math.fsum(timeouts_by_src.values()) if timeouts_by_src else math.nan
     rtx_vals = [x["retransmits"] for x in per_flow if not math.isnan(x["retransmits"])]
     routing = summary.get("routing_packets")
@@ -104,7 +112,9 @@ def run_metrics(summary: Mapping[str, Any], scenario: Any = None) -> tuple[dict[
         "tcp_timeouts_per_flow": to_total / n if n else math.nan,
         "retransmits_total": math.fsum(rtx_vals) if rtx_vals else math.nan,
         "routing_packets": _num(routing),
-        "bytes_received_total": math.fsum(b for b in bytes_vals if not math.isnan(b)) if bytes_vals else math.nan,
+        "bytes_received_total": math.fsum(b for b in bytes_vals if not math.isnan(b))
+        if bytes_vals
+        else math.nan,
         "rto_per_100_pkts": 100.0 * to_total / delivered_pkts if delivered_pkts > 0 else math.nan,
         "transfer_time_s": transfer,
         "flows_failed": float(failed),
@@ -135,7 +145,18 @@ def load_runs(exp_dir: Path) -> list[RunRow]:
         if point is None or summary is None:
             continue
         metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
-        rows.append(RunRow(pid, int(point.get("index", 0)), dict(point.get("params") or {}), int(point["seed"]), run_dir, summary, metrics, flows))
+        rows.append(
+            RunRow(
+                pid,
+                int(point.get("index", 0)),
+                dict(point.get("params") or {}),
+                int(point["seed"]),
+                run_dir,
+                summary,
+                metrics,
+                flows,
+            )
+        )
     rows.sort(key=lambda r: (r.index, r.seed, r.point_id))
     return rows
 
@@ -184,7 +205,11 @@ def _param_cols(rows: Iterable[RunRow]) -> list[str]:
 def aggregate_csv(exp_dir: Path, rows: list[RunRow]) -> str:
     pcols = _param_cols(rows)
     nflows = max((len(r.flows) for r in rows), default=0)
-    fcols = [f"flow{k}_{m}" for k in range(1, nflows + 1) for m in ("throughput_bps", "tcp_timeouts", "retransmits")]
+    fcols = [
+        f"flow{k}_{m}"
+        for k in range(1, nflows + 1)
+        for m in ("throughput_bps", "tcp_timeouts", "retransmits")
+    ]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*_BASE_COLS[:3], *pcols, *_BASE_COLS[3:], *METRICS, *fcols])
@@ -227,7 +252,15 @@ def summary_csv(exp_dir: Path, rows: list[RunRow]) -> str:
         for m in METRICS:
             s = g.stat(m)
             vals += [_fmt(s.mean), _fmt(s.std), _fmt(s.ci90), _fmt(s.ci95)]
-        w.writerow([exp_dir.name, *(g.params.get(c, "") for c in pcols), len(g.runs), " ".join(map(str, g.seeds)), *vals])
+        w.writerow(
+            [
+                exp_dir.name,
+                *(g.params.get(c, "") for c in pcols),
+                len(g.runs),
+                " ".join(map(str, g.seeds)),
+                *vals,
+            ]
+        )
     return buf.getvalue()
 
 
@@ -261,7 +294,9 @@ def experiment_dir(name: str, out: str = "results") -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.aggregate", description="Write aggregate.csv and summary.csv.")
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments.aggregate", description="Write aggregate.csv and summary.csv."
+    )
     ap.add_argument("experiment", help="experiment name (results/<name>) or folder")
     ap.add_argument("--out", default="results")
     args = ap.parse_args(argv)

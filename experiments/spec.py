@@ -22,13 +22,23 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
 _PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
 
 DottedPath = Annotated[str, StringConstraints(pattern=_PATH_PATTERN)]
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$")]
+#: Where in a sweep file: keys and list indices from the top.
+Loc = tuple[str | int, ...]
 Label = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")]
 
 
@@ -73,38 +83,38 @@ class Sweep(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Sweep:
-        problems: list[tuple[str, str]] = []
+        problems: list[tuple[Loc, str]] = []
         seeds = self.seed_list()
         if not seeds:
-            problems.append(("seeds", "no seeds"))
+            problems.append((("seeds",), "no seeds"))
         dup = sorted({s for s in seeds if seeds.count(s) > 1})
         if dup:
-            problems.append(("seeds", f"seed {dup[0]} listed twice"))
+            problems.append((("seeds",), f"seed {dup[0]} listed twice"))
         for path, values in self.grid.items():
             if not values:
-                problems.append((f"grid.{path}", "expected a non-empty list of values"))
+                problems.append((("grid", path), "expected a non-empty list of values"))
             if path in self.set:
-                problems.append((f"grid.{path}", "also in set: a field is either fixed or an axis"))
+                problems.append((("grid", path), "also in set: a field is either fixed or an axis"))
             for i, v in enumerate(values):
                 if v in values[:i]:
-                    problems.append((f"grid.{path}[{i}]", f"value {v!r} listed twice"))
+                    problems.append((("grid", path, i), f"value {v!r} listed twice"))
         for axis, bundles in self.variants.items():
             if axis in self.grid:
-                problems.append((f"variants.{axis}", "also a grid axis"))
+                problems.append((("variants", axis), "also a grid axis"))
             if not bundles:
-                problems.append((f"variants.{axis}", "expected at least one labelled bundle"))
+                problems.append((("variants", axis), "expected at least one labelled bundle"))
             for name, overrides in bundles.items():
                 for path in overrides:
                     if path in self.grid or path in self.set:
                         where = "grid" if path in self.grid else "set"
-                        problems.append((f"variants.{axis}.{name}.{path}", f"also in {where}"))
+                        problems.append((("variants", axis, name, path), f"also in {where}"))
         axes = self.axes()
         for i, ex in enumerate(self.exclude):
             for key, value in ex.items():
                 if key not in axes:
-                    problems.append((f"exclude[{i}].{key}", f"not an axis (axes: {', '.join(axes) or 'none'})"))
+                    problems.append((("exclude", i, key), f"not an axis (axes: {', '.join(axes) or 'none'})"))
                 elif not any(label(value) == label(v) for v in axes[key]):
-                    problems.append((f"exclude[{i}].{key}", f"{value!r} is not one of the axis' values"))
+                    problems.append((("exclude", i, key), f"{value!r} is not one of the axis' values"))
         if problems:
             raise _Problems(problems)
         return self
@@ -123,8 +133,8 @@ class Sweep(BaseModel):
 
 
 class _Problems(ValueError):
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        super().__init__("; ".join(f"{p}: {r}" for p, r in problems))
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        super().__init__("; ".join(f"{_render(p)}: {r}" for p, r in problems))
         self.problems = problems
 
 
@@ -224,7 +234,7 @@ def _line_map(node: yaml.Node | None, prefix: tuple[str, ...], out: dict[tuple[s
             _line_map(item, (*prefix, str(i)), out)
 
 
-def _render(loc: tuple[str | int, ...]) -> str:
+def _render(loc: Loc) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -234,7 +244,7 @@ def _render(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def _fail(file: str, problems: list[tuple[tuple[str | int, ...], str]], lines: dict[tuple[str, ...], int]) -> SweepError:
+def _fail(file: str, problems: list[tuple[Loc, str]], lines: dict[tuple[str, ...], int]) -> SweepError:
     msgs, rendered = [], []
     for loc, reason in problems:
         key = tuple(str(p) for p in loc)
@@ -244,22 +254,6 @@ def _fail(file: str, problems: list[tuple[tuple[str | int, ...], str]], lines: d
         rendered.append((path, reason))
         msgs.append(f"{where}: {path or '<top>'}: {reason}")
     return SweepError(file, rendered, "\n".join(msgs))
-
-
-def _split(path: str) -> tuple[str | int, ...]:
-    """A problem path from ``_Problems`` (``grid.routing.protocol[1]``) as a loc; the dotted key
-    after ``grid.``/``set.`` stays one element, as it is one key in the file."""
-    head, _, rest = path.partition(".")
-    if head in ("grid", "set") and rest:
-        key, bracket, idx = rest.partition("[")
-        return (head, key, int(idx.rstrip("]"))) if bracket else (head, key)
-    if head == "variants" and rest:
-        parts = rest.split(".", 2)
-        return (head, *parts)
-    if head.startswith("exclude["):
-        idx = int(head[len("exclude[") : -1])
-        return ("exclude", idx, rest) if rest else ("exclude", idx)
-    return (path,) if path else ()
 
 
 def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -> Sweep:
@@ -279,11 +273,11 @@ def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        problems: list[tuple[tuple[str | int, ...], str]] = []
+        problems: list[tuple[Loc, str]] = []
         for err in exc.errors():
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, _Problems):
-                problems.extend((_split(p), r) for p, r in inner.problems)
+                problems.extend(inner.problems)
                 continue
             loc = tuple(err["loc"])
             if loc[:1] == ("seeds",) and len(loc) > 1:
@@ -299,7 +293,9 @@ def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -
                 reason = f"{err['input']!r} is not a valid name (expected pattern {err['ctx']['pattern']})"
             if loc[-1:] == ("[key]",):
                 loc = loc[:-2] + (str(err["input"]),) if len(loc) >= 2 else loc[:-1]
-                reason = f"{err['input']!r} is not a dotted field path like routing.protocol or traffic.tcp[0].cc"
+                reason = (
+                    f"{err['input']!r} is not a dotted field path like routing.protocol or traffic.tcp[0].cc"
+                )
             problems.append((loc, reason))
         raise _fail(file, problems, lines) from None
     if check_scenario and not Path(sweep.scenario).is_file():

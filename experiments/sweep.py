@@ -107,7 +107,11 @@ def subprocess_run(request: RunRequest) -> Path:
     logs = Path(request.out_root) / request.experiment / "sweep-logs"
     logs.mkdir(parents=True, exist_ok=True)
     stem = f"{request.point_id or 'run'}-{request.attempt}"
-    req_file, res_file, log_file = (logs / f"{stem}.request.json", logs / f"{stem}.result.json", logs / f"{stem}.log")
+    req_file, res_file, log_file = (
+        logs / f"{stem}.request.json",
+        logs / f"{stem}.result.json",
+        logs / f"{stem}.log",
+    )
     res_file.unlink(missing_ok=True)
     write_json_atomic(
         req_file,
@@ -246,7 +250,9 @@ def run_points(
     prog = progress or _NoProgress()
 
     def attempt(point: Point, n: int) -> Outcome:
-        req = RunRequest(sweep.scenario, point.seed, sweep.experiment, str(out_root), point.overrides, point.point_id, n)
+        req = RunRequest(
+            sweep.scenario, point.seed, sweep.experiment, str(out_root), point.overrides, point.point_id, n
+        )
         prog.started(point)
         try:
             run_dir = Path(run_fn(req))
@@ -255,7 +261,9 @@ def run_points(
         except Exception as exc:  # noqa: BLE001 - one failed run must not stop the sweep
             return Outcome(point, "failed", None, f"{type(exc).__name__}: {exc}", n)
         status = "complete" if is_complete(run_dir) else "incomplete"
-        return Outcome(point, status, run_dir, None if status == "complete" else "summary.json not complete", n)
+        return Outcome(
+            point, status, run_dir, None if status == "complete" else "summary.json not complete", n
+        )
 
     def record(o: Outcome) -> None:
         if o.run_dir is not None and o.run_dir.is_dir():
@@ -329,7 +337,14 @@ class RichProgress:
 
     def __init__(self, sweep: Sweep, total: int, skipped: int) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = Console(stderr=True)
         self.progress = Progress(
@@ -408,7 +423,9 @@ def _dry_run(sweep: Sweep, points: list[Point], exp_dir: Path, print_fn: Callabl
         status = "done" if p.point_id in done else "to run"
         table.add_row(str(p.index), p.point_id, *(label(v) for v in p.params.values()), str(p.seed), status)
     Console().print(table)
-    print_fn(f"{sum(p.point_id in done for p in points)} done, {sum(p.point_id not in done for p in points)} to run")
+    print_fn(
+        f"{sum(p.point_id in done for p in points)} done, {sum(p.point_id not in done for p in points)} to run"
+    )
 
 
 def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) -> int:
@@ -418,11 +435,19 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     ap.add_argument("--shard", default=None, help="run only points with index %% n == i, as i/n (0-based)")
     ap.add_argument("--out", default="results", help="results root (default results)")
     ap.add_argument("--experiment", default=None, help="override the sweep file's experiment name")
-    ap.add_argument("--retries", type=int, default=0, help="run a failed point again up to N times (default 0)")
+    ap.add_argument(
+        "--retries", type=int, default=0, help="run a failed point again up to N times (default 0)"
+    )
     ap.add_argument("--dry-run", action="store_true", help="list the points and their status; run nothing")
-    ap.add_argument("--no-check", action="store_true", help="skip loading the scenario with every set of overrides")
-    ap.add_argument("--no-aggregate", action="store_true", help="do not write aggregate.csv/summary.csv at the end")
-    ap.add_argument("--json-report", action="store_true", help="print a JSON report as the last line of stdout")
+    ap.add_argument(
+        "--no-check", action="store_true", help="skip loading the scenario with every set of overrides"
+    )
+    ap.add_argument(
+        "--no-aggregate", action="store_true", help="do not write aggregate.csv/summary.csv at the end"
+    )
+    ap.add_argument(
+        "--json-report", action="store_true", help="print a JSON report as the last line of stdout"
+    )
     args = ap.parse_args(argv)
 
     try:
@@ -442,7 +467,10 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     if not args.no_check:
         errors = check_points(sweep, points)
         if errors:
-            print(f"error: {args.sweep}: {len(errors)} override set(s) do not give a valid scenario:", file=sys.stderr)
+            print(
+                f"error: {args.sweep}: {len(errors)} override set(s) do not give a valid scenario:",
+                file=sys.stderr,
+            )
             for e in errors:
                 print(e, file=sys.stderr)
             return 2
