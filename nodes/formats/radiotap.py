@@ -84,11 +84,10 @@ def _radiotap_prefix(present: int, length: int, freq_mhz: int, rate: int) -> byt
 
 
 def _dbm(x: float) -> int:
-    """A dBm value as radiotap's s8 (NaN: -128)."""
-    if math.isnan(x):
-        return -128
-    v = round(x)
-    return -128 if v < -128 else 127 if v > 127 else v
+    """A dBm value as radiotap's s8, rounded half away from zero, clamped (NaN: -128)."""
+    if -128.0 <= x <= 127.0:  # False for NaN
+        return int(x - 0.5) if x < 0 else int(x + 0.5)
+    return 127 if x > 127.0 else -128
 
 
 def dot11_prefix(ra: bytes, ta: bytes, bssid: bytes = BSSID) -> bytes:
@@ -128,7 +127,9 @@ class Mirror:
             d11 = self._rx_d11[key] = dot11_prefix(station_mac(dst), station_mac(src))
         seq = self._rx_seq.get(src, 0)
         self._rx_seq[src] = (seq + 1) & 0xFFF
-        return _RX.pack(self._rx_rt, _dbm(rssi_dbm), _dbm(noise_dbm), d11, seq << 4, LLC_SNAP_IP) + payload
+        sig = int(rssi_dbm - 0.5) if -127.5 < rssi_dbm < 0.0 else _dbm(rssi_dbm)
+        noise = int(noise_dbm - 0.5) if -127.5 < noise_dbm < 0.0 else _dbm(noise_dbm)
+        return _RX.pack(self._rx_rt, sig, noise, d11, seq << 4, LLC_SNAP_IP) + payload
 
     def tx_frame(self, dst: int, tx_power_dbm: float | None, payload: bytes) -> bytes:
         """The frame this station sends to ``dst`` (a station id or BROADCAST)."""

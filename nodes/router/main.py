@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import random
+import select
 import signal
 import socket
 import time
@@ -55,6 +56,14 @@ KNOWN_KEYS = frozenset(
         "mirror", "log_level", "welcome_timeout_s", "counters_interval_s",
     }
 )
+_RX_UNPACK = wire.RX_ST.unpack_from
+_RX_LEN = wire.RX_ST.size
+_TX_STATUS_UNPACK = wire.TX_STATUS_ST.unpack_from
+_TX_STATUS_LEN = wire.TX_STATUS_ST.size
+_TX_PACK = wire.TX_ST.pack
+_write = os.write
+_monotonic_ns = time.monotonic_ns
+
 RX_BATCH = 64
 """Messages or packets handled per readiness callback before yielding to the loop."""
 RECV_SIZE = 65536
@@ -118,6 +127,14 @@ class Router:
         self._written_activity = -1
         self._stop: asyncio.Future[int] | None = None
         self._medium_up = False
+        # hot-path state (plain attributes: cheaper than Counter lookups)
+        self._recv: Any = None
+        self._poll: Any = None
+        self._epoch_ns = 0
+        self.n_medium_rx = 0
+        self.n_medium_tx = 0
+        self.n_tun_rx = 0
+        self._debug = log.isEnabledFor(logging.DEBUG)
 
     # ------------------------------------------------------------------ setup
     def setup_devices(self) -> None:
@@ -159,10 +176,19 @@ class Router:
         if self.n_stations and msg.n_stations != self.n_stations:
             self.log.warning("medium has %d stations, config says %d", msg.n_stations, self.n_stations)
         sock.settimeout(None)  # blocking sends; receives use MSG_DONTWAIT from the loop
+        self.welcome = msg
+        self.attach_medium(sock, msg.epoch_monotonic_ns)
+
+    def attach_medium(self, sock: socket.socket, epoch_monotonic_ns: int) -> None:
+        """Use ``sock`` (after WELCOME) as the medium connection; router time = medium time."""
         self.sock = sock
         self._medium_up = True
-        self.welcome = msg
-        self.clock = MonotonicClock(msg.epoch_monotonic_ns)
+        self.clock = MonotonicClock(epoch_monotonic_ns)
+        self._epoch_ns = epoch_monotonic_ns
+        self._recv = sock.recv
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        self._poll = poller.poll
 
     def build_core(self) -> None:
         from nodes.extensions import attach_extensions
@@ -186,30 +212,40 @@ class Router:
 
     # ------------------------------------------------------------------ NodeIO
     def transmit(self, frame: Frame) -> None:
-        self._cookie += 1
-        cookie = self._cookie
         payload = frame.packet
-        if len(payload) > wire.MAX_PAYLOAD:
+        n = len(payload)
+        if n > wire.MAX_PAYLOAD:
             self.io["tx_oversized"] += 1
             assert self.loop is not None
             self.loop.call_soon(self._reject_local, frame)
             return
+        self._cookie = cookie = self._cookie + 1
+        self._tx_seq = seq = self._tx_seq + 1
         self.pending[cookie] = frame
         power = frame.tx_power_dbm
-        flags = wire.TX_NO_RTS if frame.no_rts else 0
-        self._tx_seq += 1
-        msg = wire.TX_ST.pack(
-            wire.MAGIC, wire.VERSION, wire.TX, self._tx_seq, 0, cookie, frame.next_hop,
-            wire.NAN if power is None else power, frame.retry_limit or 0, flags, len(payload),
-        ) + payload
-        self._send(msg)
-        self.io["medium_tx"] += 1
+        sock = self.sock
+        if sock is None:
+            self.io["medium_send_dropped"] += 1
+            return
+        try:
+            sock.send(_TX_PACK(
+                wire.MAGIC, wire.VERSION, wire.TX, seq, 0, cookie, frame.next_hop,
+                wire.NAN if power is None else power, frame.retry_limit or 0,
+                wire.TX_NO_RTS if frame.no_rts else 0, n,
+            ) + payload)
+        except OSError as exc:
+            self.log.warning("medium send failed: %s", exc)
+            self._medium_gone()
+            return
+        self.n_medium_tx += 1
         mirror = self.mirror
         if mirror is not None:
-            self._tap_write(mirror.tx_frame(frame.next_hop, power, payload))
-        if self.log.isEnabledFor(logging.DEBUG):
-            self.log.debug("TX cookie=%d to %d len=%d ifq=%d", cookie, frame.next_hop, len(payload),
-                           len(self.ctx.ifq) if self.ctx else 0)
+            try:
+                _write(self.tap_fd, mirror.tx_frame(frame.next_hop, power, payload))
+            except OSError as exc:
+                self.io[f"tap_write_error_{exc.errno}"] += 1
+        if self._debug:
+            self.log.debug("TX cookie=%d to %d len=%d", cookie, frame.next_hop, n)
 
     def deliver_local(self, packet: bytes) -> None:
         try:
@@ -228,12 +264,16 @@ class Router:
 
     # ------------------------------------------------------------------ loop callbacks
     def on_medium_readable(self) -> None:
-        sock = self.sock
-        if sock is None:
+        """The medium socket is readable: handle up to ``RX_BATCH`` messages.
+
+        Hot path (docs/router.md "Fast path"): after the first message, ``poll(0)`` says whether
+        another one is queued, which is cheaper than a ``recv`` that raises BlockingIOError.
+        """
+        recv = self._recv
+        if recv is None:
             return
         rt = self.rt
         assert rt is not None
-        recv = sock.recv
         for _ in range(RX_BATCH):
             try:
                 buf = recv(RECV_SIZE, socket.MSG_DONTWAIT)
@@ -247,44 +287,72 @@ class Router:
                 self._medium_gone()
                 return
             self._activity += 1
-            self.io["medium_rx"] += 1
+            self.n_medium_rx += 1
             try:
                 self._on_message(buf, rt)
             except wire.MalformedMessage as exc:
                 self._count_malformed(exc.reason)
+            if not self._poll(0):
+                break
         self._rearm()
 
     def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
-        mtype, seq, _time_ns = wire.decode_header(buf)
-        expected = self._rx_seq + 1
-        self._rx_seq = seq
-        if seq != expected:
+        n = len(buf)
+        # fast path: a well-formed RX (one unpack for header and body)
+        if n >= _RX_LEN and buf[3] == wire.RX:
+            magic, version, _, seq, _, src, dst, flags, rssi, snr, noise, plen = _RX_UNPACK(buf)
+            if magic == wire.MAGIC and version == wire.VERSION and n == _RX_LEN + plen \
+                    and plen <= wire.MAX_PAYLOAD:
+                if seq != self._rx_seq + 1:
+                    self._rx_seq = seq
+                    self._count_malformed("out_of_order")
+                    return
+                self._rx_seq = seq
+                payload = buf[_RX_LEN:]
+                mirror = self.mirror
+                if mirror is not None:
+                    try:
+                        _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
+                    except OSError as exc:
+                        self.io[f"tap_write_error_{exc.errno}"] += 1
+                rt.handle(FromAir(payload, src, dst, rssi, snr, bool(flags & wire.RX_OVERHEARD)),
+                          _monotonic_ns() - self._epoch_ns)
+                return
+        if n == _TX_STATUS_LEN and buf[3] == wire.TX_STATUS:
+            (magic, version, _, seq, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
+            if magic == wire.MAGIC and version == wire.VERSION and seq == self._rx_seq + 1 \
+                    and (status == wire.ACKED or status == wire.SENT) and cookie in self.pending:
+                self._rx_seq = seq
+                frame = self.pending.pop(cookie)
+                rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+                return
+        mtype, seq, _time_ns = wire.decode_header(buf)  # raises MalformedMessage
+        if seq != self._rx_seq + 1:
+            self._rx_seq = seq
             self._count_malformed("out_of_order")
             return
-        if mtype == wire.RX:
-            _, _, _, _, _, src, dst, flags, rssi, snr, noise, _n = wire.RX_ST.unpack_from(buf)
-            payload = buf[wire.RX_ST.size:]
-            overheard = bool(flags & wire.RX_OVERHEARD)
-            mirror = self.mirror
-            if mirror is not None:
-                self._tap_write(mirror.rx_frame(src, dst, rssi, noise, payload))
-            rt.handle(FromAir(payload, src, dst, rssi, snr, overheard), self.clock.now_ns())
-        elif mtype == wire.TX_STATUS:
-            (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = wire.TX_STATUS_ST.unpack_from(buf)
+        self._rx_seq = seq
+        if mtype == wire.TX_STATUS:
+            (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
             frame = self.pending.pop(cookie, None)
             if frame is None:
                 self._count_malformed("unknown_cookie")
                 return
-            mac = rt.ctx.counters.mac
-            if status == wire.REJECTED:
-                mac["rejected"] += 1
-                self._reject_local(frame)
+            if status == wire.ACKED or status == wire.SENT:
+                rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
                 return
+            mac = rt.ctx.counters.mac
             if status == wire.FAILED:
                 mac["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
-            elif status not in (wire.ACKED, wire.SENT):
+                rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+            elif status == wire.REJECTED:
+                mac["rejected"] += 1
+                self._reject_local(frame)
+            else:
                 self._count_malformed("bad_status")
-            rt.tx_done(TxStatus(frame, status != wire.FAILED, rts, data, cause), self.clock.now_ns())
+                rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+        elif mtype == wire.RX:
+            self._count_malformed("bad_length")
         elif mtype == wire.WELCOME:
             self._count_malformed("duplicate_welcome")
         else:
@@ -312,8 +380,8 @@ class Router:
             if not packet:
                 break
             self._activity += 1
-            self.io["tun_rx"] += 1
-            rt.handle(FromLocal(packet), self.clock.now_ns())
+            self.n_tun_rx += 1
+            rt.handle(FromLocal(packet), _monotonic_ns() - self._epoch_ns)
         self._rearm()
 
     def on_tap_readable(self) -> None:
@@ -408,7 +476,8 @@ class Router:
             "run_id": self.config.get("run_id"),
             "time_ns": self.clock.now_ns(),
             "written_unix_s": time.time(),
-            "io": dict(self.io),
+            "io": {"medium_rx": self.n_medium_rx, "medium_tx": self.n_medium_tx, "tun_rx": self.n_tun_rx,
+                   **self.io},
         }
         if ctx is not None:
             out["counters"] = ctx.counters.to_dict()
@@ -474,6 +543,7 @@ class Router:
                     pass
             self.sock.close()
             self.sock = None
+            self._recv = self._poll = None
         for fd in (self.tun_fd, self.tap_fd):
             if fd >= 0:
                 os.close(fd)

@@ -1,0 +1,196 @@
+"""The router's CPU cost per forwarded data packet (issue 2 target: 20 us or less).
+
+Drives the real daemon objects (``nodes.router.main.Router`` with the static core, NodeRuntime,
+interface queue, wire codec and radiotap mirror) the way the event loop does, with this script
+playing the medium on the other end of an AF_UNIX SOCK_SEQPACKET socketpair. One forwarded packet
+is the whole cycle on the relay station:
+
+  medium RX (recv, decode) -> mirror RX copy (TAP write) -> FromAir -> static core (check, TTL
+  decrement) -> Send -> IFQ -> MAC -> TX encode + send -> mirror TX copy (TAP write) -> medium
+  TX_STATUS (recv, decode) -> runtime.tx_done -> pump.
+
+Only the router's side is timed (``time.thread_time_ns`` around the router calls: user + kernel
+CPU of its syscalls included, the fake medium's work excluded). As root the devices are real: the
+script unshares a private network namespace (nothing outside it is touched) and writes the mirror
+into a real radiotap TAP; otherwise the mirror goes to /dev/null and ``--no-netns`` is implied.
+Writes ``results/bench/router_cpu_per_packet.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import json
+import logging
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from nodes.formats import medium as wire  # noqa: E402
+from nodes.router.main import Router  # noqa: E402
+
+TARGET_US = 20.0
+CLONE_NEWNET = 0x40000000
+
+
+def ip_packet(size: int, src: int = 1, dst: int = 3) -> bytes:
+    """An IPv4/TCP-looking packet of ``size`` bytes from station ``src`` to ``dst``."""
+    from nodes.core.ipv4 import set_header_checksum
+
+    hdr = bytearray(b"\x45\x00" + size.to_bytes(2, "big") + b"\x12\x34\x40\x00\x40\x06\x00\x00"
+                    + bytes((10, 0, 0, src, 10, 0, 0, dst)))
+    set_header_checksum(hdr)
+    return bytes(hdr) + bytes(size - 20)
+
+
+def make_router(real_devices: bool, mirror: bool) -> tuple[Router, socket.socket]:
+    config = {
+        "run_id": "bench", "station_id": 2, "n_stations": 3, "seed": 1,
+        "medium_socket": "unused", "protocol": {"name": "static", "params": {}, "routes": {}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": tempfile.mkdtemp(prefix="mtt-bench-"), "mirror": mirror,
+    }
+    log = logging.getLogger("nodes.router.sta2")
+    r = Router(config, log)
+    if real_devices:
+        r.setup_devices()
+    else:
+        r.tun_fd = os.open("/dev/null", os.O_WRONLY)
+        r.tap_fd = os.open("/dev/null", os.O_WRONLY)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    r.welcome = wire.Welcome(1, 0, 2, 3, time.monotonic_ns(), 15.0, 0)
+    r.attach_medium(ours, r.welcome.epoch_monotonic_ns)
+    r.build_core()
+    r.loop = asyncio.new_event_loop()
+    return r, theirs
+
+
+def measure(n: int, size: int, real_devices: bool, mirror: bool) -> tuple[float, dict[str, object]]:
+    r, medium = make_router(real_devices, mirror)
+    packet = ip_packet(size)
+    seq = 0
+    cpu = 0
+    clock = time.thread_time_ns
+    rx_body = (1, 2, 0, -60.0, 35.0, -95.0, len(packet))
+    for i in range(n + n // 10):
+        if i == n // 10:  # warm-up done
+            cpu = 0
+        seq += 1
+        medium.send(wire.RX_ST.pack(wire.MAGIC, 1, wire.RX, seq, i, *rx_body) + packet)
+        t0 = clock()
+        r.on_medium_readable()
+        cpu += clock() - t0
+        tx = wire.decode(medium.recv(65536))
+        assert isinstance(tx, wire.Tx) and tx.dst == 3, tx
+        seq += 1
+        medium.send(wire.encode_tx_status(seq, i, tx.cookie, wire.ACKED, 1, 1))
+        t0 = clock()
+        r.on_medium_readable()
+        cpu += clock() - t0
+    c = r.ctx.counters if r.ctx else None
+    assert c is not None and c.data_forwarded == n + n // 10, c
+    assert not c.malformed, c.malformed
+    info = {"forwarded": c.data_forwarded, "mac": dict(c.mac), "io": dict(r.io)}
+    r.close()
+    medium.close()
+    return cpu / n / 1000.0, info
+
+
+def medium_lockstep(sock: socket.socket, n: int, packet: bytes) -> None:
+    """The medium's side, in a child process: RX, wait for the TX, TX_STATUS; n times; then close."""
+    seq = 0
+    rx_body = (1, 2, 0, -60.0, 35.0, -95.0, len(packet))
+    for i in range(n):
+        seq += 1
+        sock.send(wire.RX_ST.pack(wire.MAGIC, 1, wire.RX, seq, i, *rx_body) + packet)
+        tx = wire.decode(sock.recv(65536))
+        assert isinstance(tx, wire.Tx) and tx.dst == 3, tx
+        seq += 1
+        sock.send(wire.encode_tx_status(seq, i, tx.cookie, wire.ACKED, 1, 1))
+    sock.close()
+
+
+def measure_loop(n: int, size: int, real_devices: bool, mirror: bool) -> tuple[float, dict[str, object]]:
+    """The real daemon loop (``Router.serve``: asyncio, epoll, timers, counters file) with the
+    medium in a child process; the router process's CPU time per forwarded packet."""
+    r, medium = make_router(real_devices, mirror)
+    packet = ip_packet(size)
+    pid = os.fork()
+    if pid == 0:  # the medium
+        try:
+            medium_lockstep(medium, n, packet)
+        finally:
+            os._exit(0)
+    medium.close()
+    loop = r.loop
+    assert loop is not None
+    asyncio.set_event_loop(loop)
+    t0 = time.process_time_ns()
+    code = loop.run_until_complete(r.serve())
+    cpu = time.process_time_ns() - t0
+    os.waitpid(pid, 0)
+    c = r.ctx.counters if r.ctx else None
+    assert c is not None and c.data_forwarded == n, (code, c)
+    assert not c.malformed, c.malformed
+    info = {"forwarded": c.data_forwarded, "mac": dict(c.mac), "exit": code}
+    r.close()
+    loop.close()
+    return cpu / n / 1000.0, info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=20000, help="packets per repetition")
+    ap.add_argument("--size", type=int, default=1040, help="IP packet size (1040: TCP MSS 1000)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--no-netns", action="store_true", help="mirror to /dev/null, no real TAP")
+    ap.add_argument("--no-mirror", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "results/bench/router_cpu_per_packet.json"))
+    args = ap.parse_args()
+    real = not args.no_netns and os.geteuid() == 0
+    if real:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWNET) != 0:
+            real = False
+    samples = [measure_loop(args.n, args.size, real, not args.no_mirror) for _ in range(args.reps)]
+    values = [s[0] for s in samples]
+    value = round(statistics.median(values), 2)
+    direct = [measure(args.n, args.size, real, not args.no_mirror)[0] for _ in range(args.reps)]
+    result = {
+        "name": "router_cpu_per_packet",
+        "value": value,
+        "unit": "us/packet",
+        "target": TARGET_US,
+        "meets_target": value <= TARGET_US,
+        "command": "python3 bench/router/cpu_per_packet.py " + " ".join(sys.argv[1:]),
+        "details": {
+            "samples_us": [round(v, 2) for v in values],
+            "method": "router process CPU (user+sys) over Router.serve() with the medium in a child "
+                      "process, lockstep RX -> TX -> TX_STATUS",
+            "without_event_loop_us": round(statistics.median(direct), 2),
+            "packet_bytes": args.size,
+            "packets_per_rep": args.n,
+            "real_tap": real,
+            "mirror": not args.no_mirror,
+            "python": sys.version.split()[0],
+            "last_rep": samples[-1][1],
+        },
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"router CPU per forwarded packet: {value} us (target {TARGET_US} us; samples "
+          f"{result['details']['samples_us']}; without the asyncio loop: "
+          f"{result['details']['without_event_loop_us']} us; real TAP: {real})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
