@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed import netns, procs
-from testbed.naming import RUN_ROOT, RUN_ID_RE, run_dir
+from testbed.naming import RUN_ID_RE, RUN_ROOT, run_dir
 from testbed.registry import Registry
 
 OUR_NAME_RE = re.compile(r"^mt[0-9a-f]{6}")
@@ -52,8 +52,9 @@ def kill_in_namespaces(names: list[str], report: CleanReport, timeout_s: float =
         report.killed.extend(sorted(targets))
 
 
-def clean_run(reg: Registry, report: CleanReport | None = None, *, own_run: bool = False,
-              timeout_s: float = 2.0) -> CleanReport:
+def clean_run(
+    reg: Registry, report: CleanReport | None = None, *, own_run: bool = False, timeout_s: float = 2.0
+) -> CleanReport:
     """Remove everything of the run in ``reg``: processes, namespaces, state directory.
 
     ``own_run`` is the runner cleaning up after itself (its own pid is then never a target).

@@ -46,7 +46,9 @@ class TestbedCli(cmd.Cmd):
         out = []
         for a in args:
             m = STA_RE.match(a)
-            out.append(self.tb.stations[int(m.group(1))].ip if m and int(m.group(1)) in self.tb.stations else a)
+            out.append(
+                self.tb.stations[int(m.group(1))].ip if m and int(m.group(1)) in self.tb.stations else a
+            )
         return out
 
     def positions(self) -> dict[int, tuple[float, float]]:
@@ -59,7 +61,9 @@ class TestbedCli(cmd.Cmd):
         out: dict[int, tuple[float, float]] = {}
         if isinstance(raw, dict):
             for k, v in raw.items():
-                out[int(k)] = (float(v[0]), float(v[1])) if isinstance(v, list) else (float(v["x"]), float(v["y"]))
+                out[int(k)] = (
+                    (float(v[0]), float(v[1])) if isinstance(v, list) else (float(v["x"]), float(v["y"]))
+                )
         elif isinstance(raw, list):
             for item in raw:
                 out[int(item.get("station", item.get("id")))] = (float(item["x"]), float(item["y"]))
@@ -148,7 +152,9 @@ class TestbedCli(cmd.Cmd):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m testbed.cli", description="Interactive CLI on a running testbed.")
+    ap = argparse.ArgumentParser(
+        prog="python -m testbed.cli", description="Interactive CLI on a running testbed."
+    )
     ap.add_argument("scenario")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--experiment", default="cli")

@@ -148,7 +148,7 @@ def pids_in(names: Iterable[str]) -> dict[str, list[int]]:
             st = os.stat(f"/proc/{pid}/ns/net")
         except (FileNotFoundError, PermissionError, ProcessLookupError):
             continue
-        n = inodes.get((st.st_dev, st.st_ino))
-        if n is not None:
-            found[n].append(pid)
+        owner = inodes.get((st.st_dev, st.st_ino))
+        if owner is not None:
+            found[owner].append(pid)
     return found

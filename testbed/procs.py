@@ -51,30 +51,23 @@ def signal_pid(pid: int, sig: int, started: int | None = None) -> bool:
 
 
 def terminate(pids: dict[int, int | None], timeout_s: float = 2.0) -> None:
-    """SIGTERM every ``pid -> start_time``, wait up to ``timeout_s``, then SIGKILL the rest."""
+    """SIGTERM every ``pid -> start_time``, wait up to ``timeout_s``, then SIGKILL the rest.
+
+    A zombie counts as gone; reaping is left to the process's parent (a ``Popen`` keeps its exit
+    status that way).
+    """
     alive = {p: s for p, s in pids.items() if signal_pid(p, signal.SIGTERM, s)}
     deadline = time.monotonic() + timeout_s
     while alive and time.monotonic() < deadline:
         time.sleep(0.02)
-        _reap(alive)
         alive = {p: s for p, s in alive.items() if is_same(p, s)}
     for p, s in alive.items():
         signal_pid(p, signal.SIGKILL, s)
     deadline = time.monotonic() + 2.0
     while alive and time.monotonic() < deadline:
-        _reap(alive)
         alive = {p: s for p, s in alive.items() if is_same(p, s)}
         if alive:
             time.sleep(0.02)
-
-
-def _reap(pids: dict[int, int | None]) -> None:
-    """Collect those of ``pids`` that are our own exited children (others are left alone)."""
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
 
 
 def setns_fd(fd: int) -> None:

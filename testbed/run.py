@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -72,8 +70,15 @@ def station_sysctls(sc: Scenario) -> dict[str, str]:
     return out
 
 
-def router_config(sc: Scenario, run_id: str, seed: int, sid: int, state: Path, out_dir: Path,
-                  routes: dict[int, dict[int, int]] | None) -> dict[str, Any]:
+def router_config(
+    sc: Scenario,
+    run_id: str,
+    seed: int,
+    sid: int,
+    state: Path,
+    out_dir: Path,
+    routes: dict[int, dict[int, int]] | None,
+) -> dict[str, Any]:
     protocol: dict[str, Any] = {"name": sc.routing.protocol, "params": dict(sc.routing.params)}
     if sc.routing.protocol == "static":
         protocol["routes"] = {str(d): nh for d, nh in sorted((routes or {}).get(sid, {}).items())}
@@ -162,7 +167,9 @@ class Testbed:
             raise
         return self
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if ev is not None and self.results is not None:
             self.results.summary.setdefault("interrupted", f"{type(ev).__name__}: {ev}")
         self.stop()
@@ -207,15 +214,30 @@ class Testbed:
         self.registry.save()
         res = self.results
         res.write("scenario.json", json.loads(sc.model_dump_json()))
-        res.write("run.json", {
-            "run_id": self.run_id, "experiment": self.experiment, "scenario": sc.name,
-            "scenario_file": self.scenario_file, "seed": self.seed, "git": git_revision(),
-            "argv": sys.argv, "started_at": time.time(), "versions": tool_versions(),
-        })
+        res.write(
+            "run.json",
+            {
+                "run_id": self.run_id,
+                "experiment": self.experiment,
+                "scenario": sc.name,
+                "scenario_file": self.scenario_file,
+                "seed": self.seed,
+                "git": git_revision(),
+                "argv": sys.argv,
+                "started_at": time.time(),
+                "versions": tool_versions(),
+            },
+        )
         (res.dir / "seed").write_text(f"{self.seed}\n")
         res.summary = {
-            "run_id": self.run_id, "experiment": self.experiment, "scenario": sc.name, "seed": self.seed,
-            "complete": False, "flows": [], "routing_packets": None, "duration_s": None,
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "scenario": sc.name,
+            "seed": self.seed,
+            "complete": False,
+            "flows": [],
+            "routing_packets": None,
+            "duration_s": None,
         }
         res.save_summary()
 
@@ -238,22 +260,50 @@ class Testbed:
         mlog = open(res.dir / "logs" / "medium.log", "wb")
         self.t0 = time.monotonic()
         self.medium_proc = subprocess.Popen(
-            ["ip", "netns", "exec", ctl_ns, str(self.medium_bin), "--config", str(self.state / "medium.json")],
-            stdin=subprocess.DEVNULL, stdout=mlog, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                "ip",
+                "netns",
+                "exec",
+                ctl_ns,
+                str(self.medium_bin),
+                "--config",
+                str(self.state / "medium.json"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=mlog,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         mlog.close()
         self._register(self.medium_proc.pid, "medium")
         self.control = MediumControl(self.state / "control.sock")
-        self.control.wait_ready(10.0, alive=lambda: self.medium_proc is not None and self.medium_proc.poll() is None)
+        self.control.wait_ready(
+            10.0, alive=lambda: self.medium_proc is not None and self.medium_proc.poll() is None
+        )
         self.timings["medium_s"] = time.monotonic() - t_start
 
         # the zygote and the routers
         zlog = open(res.dir / "logs" / "zygote.log", "wb")
         self.zygote = subprocess.Popen(
-            ["ip", "netns", "exec", ctl_ns, sys.executable, "-m", "testbed.zygote",
-             "--target", self.router_target, "--name", f"{prefix(self.run_id)}-zyg"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=zlog, start_new_session=True,
-            cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+            [
+                "ip",
+                "netns",
+                "exec",
+                ctl_ns,
+                sys.executable,
+                "-m",
+                "testbed.zygote",
+                "--target",
+                self.router_target,
+                "--name",
+                f"{prefix(self.run_id)}-zyg",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=zlog,
+            start_new_session=True,
+            cwd=str(ROOT),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         zlog.close()
         self._register(self.zygote.pid, "zygote")
@@ -266,14 +316,22 @@ class Testbed:
         for sid in ids:
             cfg = router_config(sc, self.run_id, self.seed, sid, self.state, res.dir / "routers", routes)
             write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg)
-            items.append({"station": sid, "netns": self.stations[sid].netns, "sysctls": sysctls, "config": cfg,
-                          "log": str(res.dir / "logs" / f"sta{sid}.log")})
+            items.append(
+                {
+                    "station": sid,
+                    "netns": self.stations[sid].netns,
+                    "sysctls": sysctls,
+                    "config": cfg,
+                    "log": str(res.dir / "logs" / f"sta{sid}.log"),
+                }
+            )
         reply = self._zygote_call({"op": "spawn", "stations": items}, timeout_s=30.0)
         if not reply.get("ok"):
             raise BringUpError(f"zygote spawn: {reply.get('error')}")
         assert self.registry is not None
-        self.registry.add_processes([(pid, f"router:sta{sid}", self.stations[sid].netns)
-                                     for sid, pid, _ in reply["pids"]])
+        self.registry.add_processes(
+            [(pid, f"router:sta{sid}", self.stations[sid].netns) for sid, pid, _ in reply["pids"]]
+        )
         for sid, pid, _ in reply["pids"]:
             self.stations[sid].router_pid = pid
         self._wait_routers()
@@ -331,14 +389,20 @@ class Testbed:
             died = [sid for sid in sorted(pending) if self.stations[sid].router_pid in dead]
             if died:
                 sid = died[0]
-                raise BringUpError(f"router of sta{sid} exited with {dead[self.stations[sid].router_pid or 0]} "
-                                   f"during bring-up (see {self.dir}/logs/sta{sid}.log)")
+                raise BringUpError(
+                    f"router of sta{sid} exited with {dead[self.stations[sid].router_pid or 0]} "
+                    f"during bring-up (see {self.dir}/logs/sta{sid}.log)"
+                )
             if self.medium_proc is not None and self.medium_proc.poll() is not None:
-                raise BringUpError(f"the medium exited with {self.medium_proc.returncode} during bring-up "
-                                   f"(see {self.dir}/logs/medium.log)")
+                raise BringUpError(
+                    f"the medium exited with {self.medium_proc.returncode} during bring-up "
+                    f"(see {self.dir}/logs/medium.log)"
+                )
             if time.monotonic() > deadline:
-                raise BringUpError(f"routers not connected after {self.ready_timeout_s:.0f} s: "
-                                   f"{', '.join(f'sta{s}' for s in sorted(pending))}")
+                raise BringUpError(
+                    f"routers not connected after {self.ready_timeout_s:.0f} s: "
+                    f"{', '.join(f'sta{s}' for s in sorted(pending))}"
+                )
             time.sleep(0.05)
 
     # ------------------------------------------------------------------ the experiment
@@ -346,8 +410,14 @@ class Testbed:
         for sid in stations or list(self.stations):
             st = self.stations[sid]
             path = self.results.pcaps / f"{st.name}.pcap" if self.results else Path(f"{st.name}.pcap")
-            self.captures.append(st.popen(["tcpdump", "-ni", st.wlan, "-U", "-Z", "root", "-w", str(path)], role="tcpdump",
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.captures.append(
+                st.popen(
+                    ["tcpdump", "-ni", st.wlan, "-U", "-Z", "root", "-w", str(path)],
+                    role="tcpdump",
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
 
     def run(self, duration_s: float | None = None) -> dict[str, Any]:
         """Run the scenario's traffic until ``duration_s`` (default: the scenario's) of run time.
@@ -401,8 +471,11 @@ class Testbed:
                 self._finish_flow(fl)
         after = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
         write_json(res.dir / "nstat" / "after.json", {f"sta{k}": v for k, v in after.items()})
-        timeouts = {sid: after[sid].get("TcpExtTCPTimeouts", 0) - before[sid].get("TcpExtTCPTimeouts", 0)
-                    for sid in self.stations if after.get(sid) and before.get(sid)}
+        timeouts = {
+            sid: after[sid].get("TcpExtTCPTimeouts", 0) - before[sid].get("TcpExtTCPTimeouts", 0)
+            for sid in self.stations
+            if after.get(sid) and before.get(sid)
+        }
         res.summary["stations"] = {f"sta{sid}": {"tcp_timeouts": v} for sid, v in timeouts.items()}
         for fl, fs in zip(self.flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
@@ -414,8 +487,14 @@ class Testbed:
 
     def _flow_summary(self, fl: traffic.Flow) -> dict[str, Any]:
         s = fl.spec
-        out: dict[str, Any] = {"id": fl.id, "proto": fl.proto, "src": s.src, "dst": s.dst, "start_s": s.start_s,
-                               "duration_s": s.duration_s}
+        out: dict[str, Any] = {
+            "id": fl.id,
+            "proto": fl.proto,
+            "src": s.src,
+            "dst": s.dst,
+            "start_s": s.start_s,
+            "duration_s": s.duration_s,
+        }
         if fl.proto == "tcp":
             out["cc"] = getattr(s, "cc", None)
         out.update({"throughput_bps": None, "tcp_timeouts": None, "retransmits": None})
@@ -525,15 +604,23 @@ class _signals_deferred:
             os.kill(os.getpid(), sig)
 
 
-def run_scenario(scenario_path: str, seed: int | None, experiment: str, out_root: str = "results",
-                 overrides: dict[str, Any] | None = None, *, quiet: bool = True) -> Path:
+def run_scenario(
+    scenario_path: str,
+    seed: int | None,
+    experiment: str,
+    out_root: str = "results",
+    overrides: dict[str, Any] | None = None,
+    *,
+    quiet: bool = True,
+) -> Path:
     """Run one scenario with one seed; return the run directory (``summary.json`` inside).
 
     Raises ``ScenarioError`` for a bad scenario (before anything is created). An interrupted run
     leaves its directory with ``"complete": false``.
     """
-    with Testbed(scenario_path, seed=seed, experiment=experiment, out_root=out_root, overrides=overrides,
-                 quiet=quiet) as tb:
+    with Testbed(
+        scenario_path, seed=seed, experiment=experiment, out_root=out_root, overrides=overrides, quiet=quiet
+    ) as tb:
         tb.run()
         return tb.dir
 
@@ -542,15 +629,23 @@ def print_table(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{summary.get('scenario')} seed {summary.get('seed')} run {summary.get('run_id')}"
-              + ("" if summary.get("complete") else " (INCOMPLETE)"))
+    t = Table(
+        title=f"{summary.get('scenario')} seed {summary.get('seed')} run {summary.get('run_id')}"
+        + ("" if summary.get("complete") else " (INCOMPLETE)")
+    )
     for col in ("flow", "src->dst", "cc", "throughput (kbit/s)", "TCP timeouts", "retransmits", "error"):
         t.add_column(col)
     for f in summary.get("flows", []):
         thr = f.get("throughput_bps")
-        t.add_row(f["id"], f"sta{f['src']}->sta{f['dst']}", str(f.get("cc") or "-"),
-                  "-" if thr is None else f"{thr / 1e3:.1f}", str(f.get("tcp_timeouts", "-")),
-                  str(f.get("retransmits", "-")), str(f.get("error") or ""))
+        t.add_row(
+            f["id"],
+            f"sta{f['src']}->sta{f['dst']}",
+            str(f.get("cc") or "-"),
+            "-" if thr is None else f"{thr / 1e3:.1f}",
+            str(f.get("tcp_timeouts", "-")),
+            str(f.get("retransmits", "-")),
+            str(f.get("error") or ""),
+        )
     c = Console()
     c.print(t)
     c.print(f"routing packets: {summary.get('routing_packets')}   duration: {summary.get('duration_s')} s")
@@ -566,8 +661,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--experiment", default="default")
     ap.add_argument("--out", default="results")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a scenario field, e.g. --set traffic.tcp[0].cc=cubic (value parsed as YAML)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a scenario field, e.g. --set traffic.tcp[0].cc=cubic (value parsed as YAML)",
+    )
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_exit)
     signal.signal(signal.SIGHUP, _raise_exit)
@@ -583,8 +683,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             overrides[key] = yaml.safe_load(value)
     try:
-        tb = Testbed(args.scenario, seed=args.seed, experiment=args.experiment, out_root=args.out,
-                     overrides=overrides)
+        tb = Testbed(
+            args.scenario, seed=args.seed, experiment=args.experiment, out_root=args.out, overrides=overrides
+        )
     except ScenarioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -57,7 +57,9 @@ class Station:
     def exec_argv(self, command: Command) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *_argv(command)]
 
-    def cmd(self, command: Command, timeout: float | None = 60.0, env: dict[str, str] | None = None) -> CmdResult:
+    def cmd(
+        self, command: Command, timeout: float | None = 60.0, env: dict[str, str] | None = None
+    ) -> CmdResult:
         """Run ``command`` in this station; wait for it; return its exit code and output."""
         try:
             res = subprocess.run(

@@ -76,7 +76,14 @@ def make_flows(scenario: Scenario, flows_dir: Path) -> list[Flow]:
         fid = f"{proto}{counts[proto]}"
         counts[proto] += 1
         flows.append(
-            Flow(fid, proto, spec, BASE_PORT + i, flows_dir / f"{fid}.client.json", flows_dir / f"{fid}.server.json")
+            Flow(
+                fid,
+                proto,
+                spec,
+                BASE_PORT + i,
+                flows_dir / f"{fid}.client.json",
+                flows_dir / f"{fid}.server.json",
+            )
         )
     return flows
 
@@ -106,12 +113,14 @@ def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: fl
     for fl in flows:
         out = open(fl.server_json, "wb")
         fl.server = stations[fl.dst].popen(
-            ["iperf3", "-s", "-1", "-J", "-p", str(fl.port)], role=f"iperf3-server:{fl.id}", stdout=out,
+            ["iperf3", "-s", "-1", "-J", "-p", str(fl.port)],
+            role=f"iperf3-server:{fl.id}",
+            stdout=out,
             stderr=subprocess.STDOUT,
         )
         out.close()
     deadline = time.monotonic() + timeout_s
-    pending = {fl.dst: set() for fl in flows}
+    pending: dict[int, set[int]] = {fl.dst: set() for fl in flows}
     for fl in flows:
         pending[fl.dst].add(fl.port)
     while pending and time.monotonic() < deadline:
@@ -128,7 +137,9 @@ def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: fl
 def start_client(fl: Flow, stations: dict[int, Station], default_duration_s: float, now_s: float) -> None:
     out = open(fl.client_json, "wb")
     fl.client = stations[fl.src].popen(
-        fl.client_argv(stations[fl.dst].ip, default_duration_s), role=f"iperf3-client:{fl.id}", stdout=out,
+        fl.client_argv(stations[fl.dst].ip, default_duration_s),
+        role=f"iperf3-client:{fl.id}",
+        stdout=out,
         stderr=subprocess.STDOUT,
     )
     out.close()
@@ -174,7 +185,9 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     if errors:
         res["error"] = "; ".join(errors)
     if fl.proto == "tcp":
-        recv = (server or {}).get("end", {}).get("sum_received") or (client or {}).get("end", {}).get("sum_received")
+        recv = (server or {}).get("end", {}).get("sum_received") or (client or {}).get("end", {}).get(
+            "sum_received"
+        )
         sent = (client or {}).get("end", {}).get("sum_sent")
         if recv:
             res["throughput_bps"] = float(recv.get("bits_per_second", 0.0))

@@ -154,8 +154,11 @@ class Zygote:
             return {"ok": True, "pids": pids}
         if op == "status":
             self.reap()
-            return {"ok": True, "exited": {str(k): v for k, v in self.exited.items()},
-                    "running": sorted(self.children)}
+            return {
+                "ok": True,
+                "exited": {str(k): v for k, v in self.exited.items()},
+                "running": sorted(self.children),
+            }
         if op == "stop":
             self.stop(float(req.get("timeout_s", 2.0)))
             return {"ok": True, "exited": {str(k): v for k, v in self.exited.items()}}
@@ -203,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = load_target(args.target)
     except Exception as exc:
-        os.write(1, (json.dumps({"ok": False, "error": f"cannot import {args.target}: {exc}"}) + "\n").encode())
+        os.write(
+            1, (json.dumps({"ok": False, "error": f"cannot import {args.target}: {exc}"}) + "\n").encode()
+        )
         return 2
     preload_protocols()
     gc.collect()

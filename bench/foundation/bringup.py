@@ -59,8 +59,14 @@ def cpu_ticks(pid: int) -> int:
 
 
 def record(out: Path, name: str, value: float, unit: str, target: str, meets: bool) -> dict[str, object]:
-    row = {"name": name, "value": round(value, 4), "unit": unit, "target": target, "meets_target": meets,
-           "command": COMMAND}
+    row = {
+        "name": name,
+        "value": round(value, 4),
+        "unit": unit,
+        "target": target,
+        "meets_target": meets,
+        "command": COMMAND,
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(row, indent=2) + "\n")
     return row
@@ -88,7 +94,9 @@ def measure(n: int, idle_s: float, tmp: Path, out: Path) -> list[dict[str, objec
         down = time.monotonic() - t
     assert not netns.list_ours(tb.run_id), "teardown left namespaces"
     rows.insert(0, record(out, f"foundation_bringup_{n}", up, "s", f"<= {up_target:g}", up <= up_target))
-    rows.insert(1, record(out, f"foundation_teardown_{n}", down, "s", f"<= {down_target:g}", down <= down_target))
+    rows.insert(
+        1, record(out, f"foundation_teardown_{n}", down, "s", f"<= {down_target:g}", down <= down_target)
+    )
     return rows
 
 
@@ -112,8 +120,13 @@ def main() -> int:
     for col in ("benchmark", "value", "unit", "target", "meets"):
         table.add_column(col)
     for r in rows:
-        table.add_row(str(r["name"]), f"{r['value']:.3g}", str(r["unit"]), str(r["target"]),
-                      "yes" if r["meets_target"] else "NO")
+        table.add_row(
+            str(r["name"]),
+            f"{r['value']:.3g}",
+            str(r["unit"]),
+            str(r["target"]),
+            "yes" if r["meets_target"] else "NO",
+        )
     Console().print(table)
     return 0
 

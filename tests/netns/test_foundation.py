@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from testbed import netns, procs
-from testbed.naming import RUN_ROOT
 from testbed import run as tbrun
+from testbed.naming import RUN_ROOT
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAIN5 = ROOT / "topologies" / "chain5.yaml"
@@ -41,14 +41,34 @@ def wait_for(pred, timeout_s: float, what: str, step: float = 0.1):  # type: ign
 
 
 def iperf(tb: tbrun.Testbed, src: int, dst: int, seconds: int, port: int) -> dict:  # type: ignore[type-arg]
-    server = tb.station(dst).popen(["iperf3", "-s", "-1", "-J", "-p", str(port)], role="iperf3-server",
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    server = tb.station(dst).popen(
+        ["iperf3", "-s", "-1", "-J", "-p", str(port)],
+        role="iperf3-server",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     from testbed.traffic import listening_ports
 
     wait_for(lambda: port in listening_ports(tb.station(dst).netns), 10, f"iperf3 server in sta{dst}", 0.02)
     res = tb.station(src).cmd(
-        ["iperf3", "-c", tb.station(dst).ip, "-p", str(port), "-t", str(seconds), "-J", "-C", "reno",
-         "-M", "1460", "-w", str(8 * 1460)], timeout=seconds + 20)
+        [
+            "iperf3",
+            "-c",
+            tb.station(dst).ip,
+            "-p",
+            str(port),
+            "-t",
+            str(seconds),
+            "-J",
+            "-C",
+            "reno",
+            "-M",
+            "1460",
+            "-w",
+            str(8 * 1460),
+        ],
+        timeout=seconds + 20,
+    )
     out, _ = server.communicate(timeout=10)
     assert res.rc == 0, res.stdout[-2000:] + res.stderr
     return json.loads(out)
@@ -67,8 +87,12 @@ def test_chain_tcp_throughput_does_not_grow_with_hops(tmp_path: Path) -> None:
         for hops in (1, 2, 3, 4):
             dump = None
             if hops == 4:
-                dump = tb.sta3.popen(["tcpdump", "-ni", tb.sta3.wlan, "-U", "-Z", "root", "-w", str(pcap)],
-                                     role="tcpdump", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                dump = tb.sta3.popen(
+                    ["tcpdump", "-ni", tb.sta3.wlan, "-U", "-Z", "root", "-w", str(pcap)],
+                    role="tcpdump",
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 time.sleep(0.5)
             data = iperf(tb, 1, 1 + hops, seconds=4, port=5300 + hops)
             thr[hops] = data["end"]["sum_received"]["bits_per_second"]
@@ -100,12 +124,25 @@ def test_sigkill_runner_then_clean_leaves_nothing_of_ours(tmp_path: Path) -> Non
         for i in range(3):
             before = run_ids_in(tmp_path)
             runner = subprocess.Popen(
-                [sys.executable, "-m", "testbed.run", str(CHAIN5), "--experiment", "killed",
-                 "--out", str(tmp_path), "--seed", str(i + 1)],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    sys.executable,
+                    "-m",
+                    "testbed.run",
+                    str(CHAIN5),
+                    "--experiment",
+                    "killed",
+                    "--out",
+                    str(tmp_path),
+                    "--seed",
+                    str(i + 1),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
+
             # mid-run: the iperf3 client of the chain's flow (start_s 1) is running
-            def flow_started() -> str | None:
+            def flow_started(before: set[str] = before) -> str | None:
                 for rid in run_ids_in(tmp_path) - before:
                     reg = RUN_ROOT / rid / "registry.json"
                     if reg.exists() and "iperf3-client" in reg.read_text():
@@ -118,8 +155,9 @@ def test_sigkill_runner_then_clean_leaves_nothing_of_ours(tmp_path: Path) -> Non
             runner.send_signal(signal.SIGKILL)
             runner.wait(10)
             assert netns.list_ours(rid), "the killed run should have left its namespaces behind"
-        res = subprocess.run([sys.executable, "-m", "testbed.clean"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=60)
+        res = subprocess.run(
+            [sys.executable, "-m", "testbed.clean"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert res.returncode == 0, res.stderr
         for rid, reg in killed.items():
             assert netns.list_ours(rid) == [], f"namespaces of {rid} left: {netns.list_ours(rid)}"
@@ -140,8 +178,13 @@ def test_wrong_field_fails_naming_file_field_reason(tmp_path: Path) -> None:
     text = CHAIN5.read_text().replace("duration_s: 30", "duration_s: -5")
     bad.write_text(text + "colour: blue\n")
     before = set(os.listdir(RUN_ROOT)) if RUN_ROOT.exists() else set()
-    res = subprocess.run([sys.executable, "-m", "testbed.run", str(bad), "--out", str(tmp_path / "res")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "testbed.run", str(bad), "--out", str(tmp_path / "res")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode != 0
     assert str(bad) in res.stderr
     assert "duration_s" in res.stderr and "greater than 0" in res.stderr, res.stderr

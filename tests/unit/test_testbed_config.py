@@ -1,0 +1,173 @@
+"""The orchestrator's pure parts: names, router and medium configs, sysctls, iperf3 argv, results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed import naming, traffic
+from testbed.medium import medium_config
+from testbed.run import router_config, station_sysctls
+from topologies.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAIN5 = ROOT / "topologies" / "chain5.yaml"
+
+
+@pytest.mark.parametrize(
+    ("sid", "ip", "mac"),
+    [
+        (1, "10.0.0.1", "02:00:00:00:00:01"),
+        (254, "10.0.0.254", "02:00:00:00:00:fe"),
+        (256, "10.0.1.0", "02:00:00:00:01:00"),
+        (300, "10.0.1.44", "02:00:00:00:01:2c"),
+    ],
+)
+def test_station_address_and_mac(sid: int, ip: str, mac: str) -> None:
+    assert naming.station_ip(sid) == ip
+    assert naming.station_mac(sid) == mac
+
+
+@pytest.mark.parametrize(
+    ("name", "run_id"),
+    [
+        ("mt3fa9c1-sta3", "3fa9c1"),
+        ("mt3fa9c1-ctl", "3fa9c1"),
+        ("mt3fa9c1", None),
+        ("mt3FA9C1-sta1", None),
+        ("othertest-3fa9c1", None),
+        ("xmt3fa9c1-sta1", None),
+        ("mt3fa9c-sta1", None),
+    ],
+)
+def test_only_our_prefix_is_ours(name: str, run_id: str | None) -> None:
+    assert naming.run_id_of_netns(name) == run_id
+
+
+def test_names_fit_interface_and_comm_limits() -> None:
+    rid = naming.new_run_id()
+    assert naming.RUN_ID_RE.match(rid)
+    assert len(naming.netns_name(rid, 9999)) <= 15 + 2  # netns names are not length-limited, comm is 15
+    assert len(naming.wlan_name(999)) <= 15
+
+
+def test_router_config_follows_the_contract(tmp_path: Path) -> None:
+    sc = load_scenario(CHAIN5)
+    routes = sc.static_routes()
+    cfg = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, routes)
+    assert set(cfg) == {
+        "run_id",
+        "station_id",
+        "n_stations",
+        "seed",
+        "medium_socket",
+        "protocol",
+        "extensions",
+        "ifq_len",
+        "promiscuous",
+        "out_dir",
+    }
+    assert cfg["station_id"] == 3 and cfg["n_stations"] == 5 and cfg["seed"] == 7
+    assert cfg["medium_socket"] == "/run/manet/3fa9c1/medium.sock"
+    assert cfg["protocol"] == {"name": "static", "params": {}, "routes": {"1": 2, "2": 2, "4": 4, "5": 4}}
+    assert cfg["ifq_len"] == 50
+    json.dumps(cfg)
+
+
+def test_medium_config_follows_the_contract(tmp_path: Path) -> None:
+    sc = load_scenario(CHAIN5)
+    cfg = medium_config(sc, "3fa9c1", 1, Path("/run/manet/3fa9c1"), tmp_path)
+    assert set(cfg) == {
+        "run_id",
+        "seed",
+        "socket",
+        "control_socket",
+        "out_dir",
+        "radio",
+        "stations",
+        "links",
+        "events",
+        "p2p",
+    }
+    assert cfg["socket"] == "/run/manet/3fa9c1/medium.sock"
+    assert cfg["control_socket"] == "/run/manet/3fa9c1/control.sock"
+    assert cfg["radio"] == {"preset": "ns2-wavelan", "overrides": {}}
+    assert [s["id"] for s in cfg["stations"]] == [1, 2, 3, 4, 5]
+    assert cfg["stations"][2]["trajectory"] == [[0.0, 400.0, 50.0]]
+    json.dumps(cfg)
+
+
+def test_sysctls_set_congestion_control_explicitly() -> None:
+    sc = load_scenario(CHAIN5, {"tcp.ecn": True, "tcp.rmem_max": 1000000})
+    s = station_sysctls(sc)
+    assert s["net.ipv4.tcp_congestion_control"] == "reno"  # the kernel default here is bbr
+    assert s["net.ipv4.tcp_ecn"] == "1"
+    assert s["net.ipv4.tcp_rmem"].split()[-1] == "1000000"
+    assert s["net.ipv4.ip_forward"] == "0"
+
+
+def test_iperf3_argv_per_flow(tmp_path: Path) -> None:
+    sc = load_scenario(
+        CHAIN5,
+        {
+            "traffic.udp": [
+                {"src": 2, "dst": 4, "start_s": 2, "duration_s": 3, "rate_bps": 64000, "size_bytes": 512}
+            ]
+        },
+    )
+    flows = traffic.make_flows(sc, tmp_path)
+    assert [(f.id, f.port) for f in flows] == [("tcp0", 5201), ("udp0", 5202)]
+    tcp = flows[0].client_argv("10.0.0.5", 30)
+    assert tcp == [
+        "iperf3",
+        "-c",
+        "10.0.0.5",
+        "-p",
+        "5201",
+        "-J",
+        "-t",
+        "25",
+        "-C",
+        "reno",
+        "-M",
+        "1460",
+        "-w",
+        str(8 * 1460),
+    ]
+    udp = flows[1].client_argv("10.0.0.4", 30)
+    assert udp[-7:] == ["-t", "3", "-u", "-b", "64000", "-l", "512"]
+
+
+def test_parse_flow_uses_receiver_side_and_sender_retransmits(tmp_path: Path) -> None:
+    sc = load_scenario(CHAIN5)
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    fl.client_json.write_text(
+        json.dumps(
+            {
+                "end": {
+                    "sum_sent": {"bits_per_second": 9e5, "retransmits": 4},
+                    "sum_received": {"bits_per_second": 8e5, "bytes": 10},
+                }
+            }
+        )
+    )
+    fl.server_json.write_text(
+        "warning: junk before json\n"
+        + json.dumps({"end": {"sum_received": {"bits_per_second": 7.5e5, "bytes": 99}}})
+    )
+    res = traffic.parse_flow(fl)
+    assert res["throughput_bps"] == 7.5e5
+    assert res["retransmits"] == 4
+    assert res["bytes_received"] == 99
+    assert res["error"] is None
+
+
+def test_parse_flow_reports_iperf3_errors(tmp_path: Path) -> None:
+    sc = load_scenario(CHAIN5)
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    fl.client_json.write_text(json.dumps({"error": "unable to connect to server: No route to host"}))
+    res = traffic.parse_flow(fl)
+    assert res["throughput_bps"] is None
+    assert "No route to host" in res["error"]
