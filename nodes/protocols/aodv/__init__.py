@@ -1,0 +1,44 @@
+"""AODV (RFC 3561) for the station router: ``create(ctx, config) -> AodvRouting``.
+
+``config`` is the router config's ``protocol`` object: ``{"name": "aodv", "params": {...}}``;
+``params`` names fields of :class:`AodvParams` (unknown names are errors). See docs/aodv.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.core.protocol import NodeContext, params_from_dict
+
+from .messages import AODV_PORT, MalformedMessage, MsgType, Rerr, Rrep, RrepAck, Rreq, decode
+from .params import AodvParams
+from .protocol import TIMER, AodvRouting, RrepDecision, RreqDecision
+from .route_table import TRANSITIONS, IllegalTransition, RouteEntry, RouteState, RoutingTable
+
+__all__ = [
+    "AODV_PORT",
+    "TIMER",
+    "TRANSITIONS",
+    "AodvParams",
+    "AodvRouting",
+    "IllegalTransition",
+    "MalformedMessage",
+    "MsgType",
+    "Rerr",
+    "Rrep",
+    "RrepAck",
+    "RrepDecision",
+    "Rreq",
+    "RreqDecision",
+    "RouteEntry",
+    "RouteState",
+    "RoutingTable",
+    "create",
+    "decode",
+]
+
+
+def create(ctx: NodeContext, config: Mapping[str, Any]) -> AodvRouting:
+    params = params_from_dict(AodvParams, config.get("params"), where="protocol.params")
+    return AodvRouting(ctx, params)

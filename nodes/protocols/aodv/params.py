@@ -1,0 +1,172 @@
+"""AODV configuration parameters (RFC 3561 section 10), one frozen dataclass.
+
+Every RFC constant is one named field with the RFC default; every derived value is a property
+computed from the fields, never a second literal (STYLE.md "Parameters and time"). Times are
+written in seconds in the scenario (``{"active_route_timeout": 3.0}``) and read by the core as
+integer nanoseconds through the ``*_ns`` properties. Build from a scenario dict with
+``nodes.core.params_from_dict(AodvParams, d)`` so that unknown names are errors.
+
+Options that are not RFC constants (HELLO on/off, local repair on/off, gratuitous RREP, the send
+buffer, broadcast jitter) are fields too, documented where they differ from the RFC's wording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodes.core.clock import seconds
+
+
+@dataclass(frozen=True, slots=True)
+class AodvParams:
+    # ---------------------------------------------------------------- RFC 3561 section 10
+    active_route_timeout: float = 3.0
+    """ACTIVE_ROUTE_TIMEOUT, s: lifetime of a route refreshed by use."""
+    allowed_hello_loss: int = 2
+    """ALLOWED_HELLO_LOSS: HELLO intervals without traffic before a neighbour is lost."""
+    hello_interval: float = 1.0
+    """HELLO_INTERVAL, s."""
+    local_add_ttl: int = 2
+    """LOCAL_ADD_TTL: added to the TTL of a local-repair RREQ (section 6.12)."""
+    net_diameter: int = 35
+    """NET_DIAMETER: the maximum possible number of hops between two nodes."""
+    node_traversal_time: float = 0.040
+    """NODE_TRAVERSAL_TIME, s: conservative one-hop traversal time incl. queueing and MAC."""
+    rerr_ratelimit: int = 10
+    """RERR_RATELIMIT: RERR messages a node may originate per second."""
+    rreq_retries: int = 2
+    """RREQ_RETRIES: retries of a discovery at TTL = NET_DIAMETER (after the first such RREQ)."""
+    rreq_ratelimit: int = 10
+    """RREQ_RATELIMIT: RREQ messages a node may originate per second."""
+    timeout_buffer: int = 2
+    """TIMEOUT_BUFFER: slack in RING_TRAVERSAL_TIME against congestion delays."""
+    ttl_start: int = 1
+    """TTL_START: IP TTL of the first RREQ of an expanding ring search."""
+    ttl_increment: int = 2
+    """TTL_INCREMENT: TTL added per expanding-ring step."""
+    ttl_threshold: int = 7
+    """TTL_THRESHOLD: beyond this TTL the ring search jumps to NET_DIAMETER."""
+    delete_period_k: int = 5
+    """K in DELETE_PERIOD = K * max(ACTIVE_ROUTE_TIMEOUT, HELLO_INTERVAL) (section 10: K = 5)."""
+
+    # ---------------------------------------------------------------- options
+    enable_hello: bool = False
+    """Broadcast HELLO messages (section 6.9). Off: link breaks come from the MAC's TX status."""
+    local_repair: bool = False
+    """Repair a broken link locally (section 6.12) instead of sending a RERR at once."""
+    gratuitous_rrep: bool = False
+    """Set the 'G' flag in RREQs we originate (section 6.6.3)."""
+    destination_only: bool = False
+    """Set the 'D' flag in RREQs we originate: only the destination may answer."""
+    rrep_ack: bool = False
+    """Set the 'A' flag in RREPs we send and blacklist a neighbour that does not answer with a
+    RREP-ACK within NEXT_HOP_WAIT (section 6.8)."""
+    send_buffer_len: int = 64
+    """Packets buffered while awaiting a route (ns-3 RequestQueue MaxQueueLen 64)."""
+    send_buffer_timeout: float = 30.0
+    """s a packet may wait for a route (ns-3 RequestQueue MaxQueueTime 30 s)."""
+    max_broadcast_jitter: float = 0.010
+    """s: broadcasts are delayed uniformly in [0, this) with the node's RNG (ns-3: 10 ms)."""
+    control_ttl: int = 255
+    """IP TTL of unicast RREPs (they are re-originated hop by hop, so it only needs to be >= 1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("active_route_timeout", "hello_interval", "node_traversal_time", "send_buffer_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if self.max_broadcast_jitter < 0:
+            raise ValueError("max_broadcast_jitter must be >= 0")
+        for name in (
+            "allowed_hello_loss",
+            "net_diameter",
+            "rerr_ratelimit",
+            "rreq_ratelimit",
+            "ttl_start",
+            "ttl_increment",
+            "send_buffer_len",
+            "delete_period_k",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        for name in ("rreq_retries", "timeout_buffer", "local_add_ttl"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if not 1 <= self.net_diameter <= 255:
+            raise ValueError("net_diameter must be in 1..255 (it is an IP TTL)")
+        if not self.ttl_start <= self.ttl_threshold <= self.net_diameter:
+            raise ValueError("need ttl_start <= ttl_threshold <= net_diameter")
+        if not 1 <= self.control_ttl <= 255:
+            raise ValueError("control_ttl must be in 1..255")
+
+    # ---------------------------------------------------------------- nanoseconds
+    @property
+    def active_route_timeout_ns(self) -> int:
+        return seconds(self.active_route_timeout)
+
+    @property
+    def hello_interval_ns(self) -> int:
+        return seconds(self.hello_interval)
+
+    @property
+    def node_traversal_time_ns(self) -> int:
+        return seconds(self.node_traversal_time)
+
+    @property
+    def send_buffer_timeout_ns(self) -> int:
+        return seconds(self.send_buffer_timeout)
+
+    @property
+    def max_broadcast_jitter_ns(self) -> int:
+        return seconds(self.max_broadcast_jitter)
+
+    # ---------------------------------------------------------------- derived (section 10)
+    @property
+    def net_traversal_time_ns(self) -> int:
+        """NET_TRAVERSAL_TIME = 2 * NODE_TRAVERSAL_TIME * NET_DIAMETER (2.8 s)."""
+        return 2 * self.node_traversal_time_ns * self.net_diameter
+
+    @property
+    def path_discovery_time_ns(self) -> int:
+        """PATH_DISCOVERY_TIME = 2 * NET_TRAVERSAL_TIME (5.6 s)."""
+        return 2 * self.net_traversal_time_ns
+
+    @property
+    def blacklist_timeout_ns(self) -> int:
+        """BLACKLIST_TIMEOUT = RREQ_RETRIES * NET_TRAVERSAL_TIME."""
+        return self.rreq_retries * self.net_traversal_time_ns
+
+    @property
+    def delete_period_ns(self) -> int:
+        """DELETE_PERIOD = K * max(ACTIVE_ROUTE_TIMEOUT, HELLO_INTERVAL), K = 5 (15 s).
+
+        Section 10: "If Hello messages are used, then the ACTIVE_ROUTE_TIMEOUT parameter value
+        MUST be more than the value (ALLOWED_HELLO_LOSS * HELLO_INTERVAL)"; with link-layer
+        feedback K = 5 is the RFC's recommendation.
+        """
+        return self.delete_period_k * max(self.active_route_timeout_ns, self.hello_interval_ns)
+
+    @property
+    def max_repair_ttl(self) -> int:
+        """MAX_REPAIR_TTL = 0.3 * NET_DIAMETER (10 with the defaults)."""
+        return (3 * self.net_diameter) // 10
+
+    @property
+    def my_route_timeout_ns(self) -> int:
+        """MY_ROUTE_TIMEOUT = 2 * ACTIVE_ROUTE_TIMEOUT, but section 10 also says "The configured
+        value for MY_ROUTE_TIMEOUT MUST be at least 2 * PATH_DISCOVERY_TIME": we take the larger
+        of the two, as ns-3 does (11.2 s with the defaults)."""
+        return 2 * max(self.active_route_timeout_ns, self.path_discovery_time_ns)
+
+    @property
+    def next_hop_wait_ns(self) -> int:
+        """NEXT_HOP_WAIT = NODE_TRAVERSAL_TIME + 10 ms."""
+        return self.node_traversal_time_ns + seconds(0.010)
+
+    @property
+    def hello_lifetime_ns(self) -> int:
+        """Lifetime of a HELLO (section 6.9): ALLOWED_HELLO_LOSS * HELLO_INTERVAL."""
+        return self.allowed_hello_loss * self.hello_interval_ns
+
+    def ring_traversal_time_ns(self, ttl_value: int) -> int:
+        """RING_TRAVERSAL_TIME = 2 * NODE_TRAVERSAL_TIME * (TTL_VALUE + TIMEOUT_BUFFER)."""
+        return 2 * self.node_traversal_time_ns * (ttl_value + self.timeout_buffer)

@@ -1,0 +1,91 @@
+"""Route discoveries in progress, one per destination (RFC 3561 sections 6.3, 6.4, 6.12).
+
+Expanding ring search (section 6.4): "the originating node initially uses TTL = TTL_START in the
+RREQ packet IP header and sets the timeout for receiving a RREP to RING_TRAVERSAL_TIME
+milliseconds. ... If the RREQ times out without a corresponding RREP, the originator broadcasts
+the RREQ again with the TTL incremented by TTL_INCREMENT. This continues until the TTL set in the
+RREQ reaches TTL_THRESHOLD, beyond which a TTL = NET_DIAMETER is used for each attempt."
+"When a new route to the same destination is required at a later time (e.g., upon route loss),
+the TTL in the RREQ IP header is initially set to the Hop Count plus TTL_INCREMENT."
+
+Retries at NET_DIAMETER (section 6.3): "If a route is not received within NET_TRAVERSAL_TIME
+milliseconds, the node MAY try again ... up to a maximum of RREQ_RETRIES times at the maximum
+TTL value." and "the source node MUST use a binary exponential backoff": the k-th RREQ at
+NET_DIAMETER (k = 0 .. RREQ_RETRIES) waits 2**k * NET_TRAVERSAL_TIME.
+
+A local repair (section 6.12) is a single attempt that waits RING_TRAVERSAL_TIME of its TTL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .params import AodvParams
+
+
+@dataclass(slots=True)
+class Discovery:
+    dst: int
+    ttl: int
+    started_ns: int
+    retries: int = 0
+    """RREQs already sent at TTL = NET_DIAMETER beyond the first."""
+    local_repair: bool = False
+    old_hop_count: int = 0
+    """Local repair: the hop count of the broken route (a longer new route is reported, 6.12)."""
+    rate_limited: bool = False
+    """The next RREQ waits for the rate limiter (its timer fires when it may go)."""
+
+
+def first_ttl(p: AodvParams, last_hop_count: int | None) -> int:
+    """TTL of the first RREQ: TTL_START, or last known hop count + TTL_INCREMENT."""
+    if last_hop_count is None:
+        return p.ttl_start
+    ttl = last_hop_count + p.ttl_increment
+    return p.net_diameter if ttl > p.ttl_threshold else ttl
+
+
+def timeout_ns(p: AodvParams, d: Discovery) -> int:
+    """How long to wait for a RREP after the RREQ just sent for ``d``."""
+    if d.local_repair or d.ttl < p.net_diameter:
+        return p.ring_traversal_time_ns(d.ttl)
+    return p.net_traversal_time_ns << d.retries
+
+
+def next_attempt(p: AodvParams, d: Discovery) -> bool:
+    """Advance ``d`` to its next RREQ after a timeout; False when the discovery has failed."""
+    if d.local_repair:
+        return False
+    if d.ttl >= p.net_diameter:
+        if d.retries >= p.rreq_retries:
+            return False
+        d.retries += 1
+        return True
+    d.ttl += p.ttl_increment
+    if d.ttl > p.ttl_threshold:
+        d.ttl = p.net_diameter
+    return True
+
+
+class RequestTable:
+    def __init__(self) -> None:
+        self._d: dict[int, Discovery] = {}
+
+    def __contains__(self, dst: int) -> bool:
+        return dst in self._d
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def get(self, dst: int) -> Discovery | None:
+        return self._d.get(dst)
+
+    def add(self, d: Discovery) -> Discovery:
+        self._d[d.dst] = d
+        return d
+
+    def pop(self, dst: int) -> Discovery | None:
+        return self._d.pop(dst, None)
+
+    def destinations(self) -> list[int]:
+        return sorted(self._d)
