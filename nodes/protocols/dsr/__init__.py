@@ -1,0 +1,25 @@
+"""``dsr``: the Dynamic Source Routing protocol (RFC 4728) as a station-router core.
+
+See ``docs/dsr.md``. ``create(ctx, config)`` builds :class:`DsrRouting` from the router config's
+``protocol`` object: ``{"name": "dsr", "params": {...}}`` where ``params`` are the fields of
+:class:`DsrParams` (unknown names are errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.core.protocol import NodeContext, params_from_dict
+from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.params import DsrParams
+
+__all__ = ["DsrParams", "DsrRouting", "create"]
+
+
+def create(ctx: NodeContext, config: Mapping[str, Any]) -> DsrRouting:
+    extra = sorted(set(config) - {"name", "params"})
+    if extra:
+        raise ValueError(f"protocol: dsr takes only 'params', got {extra}")
+    params = params_from_dict(DsrParams, config.get("params"), where="protocol.params")
+    return DsrRouting(ctx, params)

@@ -1,0 +1,782 @@
+"""The DSR protocol core (RFC 4728; ns-2 Monarch DSR behaviour as measured by Yu 2004, Ghanem 2008).
+
+A sans-I/O state machine (STYLE.md): ``on_event(event, now_ns) -> list[Action]``. It composes the
+structures of this package, one per file: the route cache (``route_cache``), the send buffer
+(``send_buffer``), the route request table (``request_table``), the gratuitous reply table
+(``grat_reply_table``) and the maintenance buffer (``maintenance``, network-layer ACKs only).
+Data packets are handled on raw bytes (``fastpath``); control packets with the ``options`` codec.
+
+Route Maintenance uses the MAC's TX status (docs/interfaces.md: ``TxStatus.ok``), which is what
+ns-2's DSR used (link-layer feedback from 802.11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nodes.core import ipv4
+from nodes.core.addr import BROADCAST, ip_to_station
+from nodes.core.events import (
+    Action,
+    CancelTimer,
+    DeliverLocal,
+    Drop,
+    Event,
+    Frame,
+    FromAir,
+    FromLocal,
+    IfqDrop,
+    Send,
+    SetTimer,
+    Timer,
+    TxStatus,
+)
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.grat_reply_table import GratReplyTable
+from nodes.protocols.dsr.maintenance import MaintenanceBuffer
+from nodes.protocols.dsr.options import (
+    MAX_OPT_ADDRESSES,
+    NO_NEXT_HEADER,
+    OPT_ACKREQ,
+    Ack,
+    AckRequest,
+    DsrOption,
+    DsrPacket,
+    MalformedDsr,
+    Pad1,
+    PadN,
+    RawOption,
+    RouteError,
+    RouteReply,
+    RouteRequest,
+    SourceRoute,
+    build,
+    parse,
+)
+from nodes.protocols.dsr.params import DsrParams
+from nodes.protocols.dsr.request_table import Discovery, RequestTable
+from nodes.protocols.dsr.route_cache import Path, loop_free, make_cache
+from nodes.protocols.dsr.send_buffer import Buffered, SendBuffer
+
+T_RREQ = "dsr-rreq"
+T_SENDBUF = "dsr-sendbuf"
+T_REPLY = "dsr-reply"
+T_ACK = "dsr-ack"
+
+SNOOP_REFRESH_NS = 1_000_000_000
+"""A route snooped from a forwarded packet is re-added to the cache at most once a second (the
+data path would otherwise search the cache for every packet)."""
+
+
+def packet_kind(dp: DsrPacket) -> str:
+    """``rreq``/``rrep``/``rerr``/``ack`` for routing packets (counter keys), else ``data``."""
+    kinds = {type(o) for o in dp.options}
+    for cls, name in ((RouteRequest, "rreq"), (RouteReply, "rrep"), (RouteError, "rerr"), (Ack, "ack")):
+        if cls in kinds:
+            return name
+    return "data" if dp.next_header != NO_NEXT_HEADER else "dsr"
+
+
+def full_route(dp: DsrPacket, sr: SourceRoute) -> Path:
+    """Section 8.1.4: "source, Address[1], ..., Address[n], destination" (Salvage zero), else
+    "Address[1], ..., Address[n], destination"."""
+    head: Path = (dp.src,) if sr.salvage == 0 else ()
+    return head + sr.addresses + ((dp.dst,) if dp.dst is not None else ())
+
+
+def next_pos(sr: SourceRoute) -> int:
+    """Index, in :func:`full_route`, of the node a packet with this option is travelling to."""
+    head = 1 if sr.salvage == 0 else 0
+    return head + fastpath.next_index(len(sr.addresses), sr.segs_left)
+
+
+class DsrRouting(RoutingProtocol):
+    """DSR (RFC 4728) with ns-2's path cache, salvaging, gratuitous Route Errors and replies.
+
+    Hooks (every subscriber also gets ``now_ns``; it may return actions):
+
+    - ``on_link_failure(frame, link, queued)``: the MAC could not deliver ``frame`` to
+      ``link[1]``; ``queued`` are the interface-queue frames with the same next hop, already
+      removed from the queue (each is then salvaged, re-routed or dropped, and reported).
+    - ``on_packet_dropped(packet, reason, source_route)``: DSR discards a data or routing packet;
+      ``source_route`` is the full route it carried (None when it had none yet). Reasons:
+      ``link_failure`` (no salvage route), ``salvage_limit``, ``send_buffer_timeout``,
+      ``send_buffer_full``, ``no_route`` (discovery gave up), ``ttl_expired``, ``ifq_full``.
+    - ``on_packet_salvaged(packet, old_route, new_route, salvage)``: ``packet`` (the new bytes)
+      leaves over ``new_route`` after meeting a broken link on ``old_route``.
+    - ``on_route_error_sent(rerr, dst, extra_options, packets, link)``: a ROUTE ERROR is about to
+      leave for ``dst``. Append option objects (``options.DsrOption``, e.g. a ``conn_list``) to
+      the list ``extra_options`` to carry them in it; ``packets`` are the packets lost or
+      salvaged that triggered it.
+    - ``on_route_error_received(rerr, following, packet, for_me, overheard)``: a packet carrying
+      ``rerr`` was received, forwarded or overheard; ``following`` are the options after it (a
+      ``conn_list`` from another node, a nested ROUTE ERROR).
+    - ``on_cache_insert(route, cache)`` (``cache``: primary/secondary/link),
+      ``on_cache_remove(route, reason)`` (evicted/expired/link_broken),
+      ``on_cache_use(dst, route)``, ``on_cache_miss(dst)``.
+    - ``on_packet_overheard(packet, src, dst)``: promiscuous reception of a frame for ``dst``.
+    - ``on_data_forward(packet, prev_hop, next_hop)``: a data packet is forwarded (TCP-aware
+      extensions read the inner TCP header; the DSR header is still on).
+    - ``on_local_deliver(packet, src)``: a data packet (DSR header removed) goes up to the kernel.
+    """
+
+    name = "dsr"
+    HOOKS = frozenset({
+        "on_link_failure", "on_packet_dropped", "on_packet_salvaged", "on_route_error_sent",
+        "on_route_error_received", "on_cache_insert", "on_cache_remove", "on_cache_use",
+        "on_cache_miss", "on_packet_overheard", "on_data_forward", "on_local_deliver",
+    })
+
+    def __init__(self, ctx: NodeContext, params: DsrParams | None = None) -> None:
+        super().__init__(ctx)
+        self.p = p = params or DsrParams()
+        self.me = ctx.station
+        self.cache = make_cache(
+            p.cache, self.me, primary_size=p.primary_cache_size, secondary_size=p.secondary_cache_size,
+            link_size=p.link_cache_size, timeout_ns=p.route_cache_timeout_ns,
+            bidirectional=p.bidirectional_links, notify=self._cache_notify,
+        )
+        self.send_buffer = SendBuffer(p.max_send_buffer_length, p.send_buffer_timeout_ns)
+        self.requests = RequestTable(p.request_table_size, p.request_table_ids)
+        self.grat_replies = GratReplyTable(p.grat_reply_holdoff_ns)
+        self.maint = MaintenanceBuffer(p.rexmt_buffer_size)
+        self.rreq_id = 0
+        self.ack_id = 0
+        self.last_rerr: RouteError | None = None
+        """The Route Error to piggyback on the next Route Request (gratuitous Route Error)."""
+        self.pending_replies: dict[tuple[int, int], tuple[Path, int]] = {}
+        self._snooped: dict[Path, int] = {}
+        self._now = 0
+        self._out: list[Action] = []
+
+    # ------------------------------------------------------------------ plumbing
+    def on_event(self, event: Event, now_ns: int) -> list[Action]:
+        self._now = now_ns
+        out: list[Action] = []
+        self._out = out
+        if isinstance(event, FromAir):
+            self._from_air(event)
+        elif isinstance(event, FromLocal):
+            self._from_local(event.packet)
+        elif isinstance(event, TxStatus):
+            self._tx_status(event)
+        elif isinstance(event, Timer):
+            self._timer(event.key)
+        elif isinstance(event, IfqDrop):
+            self._ifq_drop(event.frame)
+        return out
+
+    def _emit(self, name: str, **kw: Any) -> None:
+        if self.ctx.hooks.has_subscribers(name):
+            self._out.extend(self.ctx.hooks.emit(name, now_ns=self._now, **kw))
+
+    def _cache_notify(self, event: str, route: Path, detail: str) -> None:
+        if event == "insert":
+            self._emit("on_cache_insert", route=route, cache=detail)
+        else:
+            self._emit("on_cache_remove", route=route, reason=detail)
+
+    def _drop(self, packet: bytes, reason: str, route: Path | None) -> None:
+        self._out.append(Drop(packet, reason))
+        self._emit("on_packet_dropped", packet=packet, reason=reason, source_route=route)
+
+    def _send(self, packet: bytes, next_hop: int, kind: str, *, jitter_ns: int = 0, **meta: Any) -> None:
+        control = kind != "data"
+        if self.p.network_acks and next_hop != BROADCAST and kind != "ack":
+            self.ack_id = (self.ack_id + 1) & 0xFFFF
+            packet = fastpath.insert_option(fastpath.remove_option_type(packet, OPT_ACKREQ),
+                                            AckRequest(self.ack_id).encode())
+            meta["ack_id"] = self.ack_id
+        frame = Frame(packet, next_hop, control=control, meta={"dsr": kind, **meta})
+        if "ack_id" in meta:
+            self.maint.add(meta["ack_id"], frame)
+        self._out.append(Send(frame, jitter_ns=jitter_ns))
+
+    def lookup(self, dst: int) -> Path | None:
+        route = self.cache.find(dst, self._now)
+        if route is None:
+            self._emit("on_cache_miss", dst=dst)
+        else:
+            self._emit("on_cache_use", dst=dst, route=route)
+        return route
+
+    def add_route(self, route: Path, *, primary: bool) -> None:
+        if len(route) >= 2 and route[0] == self.me and loop_free(route):
+            self.cache.add(route, self._now, primary=primary)
+
+    def _learn(self, path: Path, pos: int, *, primary: bool) -> None:
+        """Cache what ``path`` (with this node at ``pos``) says: forward, and back if links are
+        bidirectional."""
+        self.add_route(path[pos:], primary=primary)
+        if self.p.bidirectional_links:
+            self.add_route(tuple(reversed(path[: pos + 1])), primary=primary)
+
+    def _learn_heard(self, path: Path, tx_pos: int, *, primary: bool) -> None:
+        """Promiscuous learning: this node heard ``path[tx_pos]`` transmit, so it is a neighbour."""
+        if self.me in path or not self.p.bidirectional_links:
+            return
+        self.add_route((self.me,) + path[tx_pos:], primary=primary)
+        self.add_route((self.me,) + tuple(reversed(path[: tx_pos + 1])), primary=primary)
+
+    # ------------------------------------------------------------------ origination
+    def _from_local(self, packet: bytes) -> None:
+        c = self.ctx.counters
+        try:
+            ipv4.check(packet)
+        except ipv4.MalformedPacket as exc:
+            c.malformed[str(exc)] += 1
+            self._out.append(Drop(packet, "malformed"))
+            return
+        dst = ip_to_station(ipv4.dst(packet))
+        if dst is None:
+            self._out.append(Drop(packet, "not_manet_address"))
+            return
+        if dst == self.me:
+            self._out.append(DeliverLocal(packet))
+            return
+        c.data_originated += 1
+        self._originate(packet, dst)
+
+    def _originate(self, packet: bytes, dst: int) -> None:
+        """Section 8.1.1: send over a cached route, else buffer and discover."""
+        route = self.lookup(dst)
+        if route is not None:
+            self._send_data(packet, route)
+            return
+        victim = self.send_buffer.add(packet, dst, self._now)
+        if victim is not None:
+            self._drop(victim.packet, "send_buffer_full", None)
+        self._arm_send_buffer()
+        if self.requests.discovery(dst) is None:
+            d = self.requests.start(dst, self._now)
+            self._send_rreq(d, nonprop=self.p.nonprop_request)
+
+    def _send_data(self, inner: bytes, route: Path) -> None:
+        # Section 8.1.3: Address[1..n] are the hops between source and destination.
+        pkt = fastpath.add_source_route(inner, route[1:-1])
+        self._send(pkt, route[1], "data")
+
+    def _arm_send_buffer(self) -> None:
+        t = self.send_buffer.next_expiry_ns()
+        self._out.append(SetTimer((T_SENDBUF,), t) if t is not None else CancelTimer((T_SENDBUF,)))
+
+    def _flush_send_buffer(self) -> None:
+        """Send what waits for destinations that now have a route (discovery done)."""
+        for dst in self.send_buffer.dsts():
+            route = self.cache.find(dst, self._now)
+            if route is None:
+                continue
+            d = self.requests.finish(dst)
+            if d is not None:
+                self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
+                self._out.append(CancelTimer((T_RREQ, dst)))
+            for b in self.send_buffer.take(dst):
+                self._emit("on_cache_use", dst=dst, route=route)
+                self._send_data(b.packet, route)
+        self._arm_send_buffer()
+
+    # ------------------------------------------------------------------ route discovery
+    def _send_rreq(self, d: Discovery, *, nonprop: bool) -> None:
+        """Section 8.2.1: originate a Route Request (hop limit 1 when non-propagating)."""
+        p = self.p
+        self.rreq_id = (self.rreq_id + 1) & 0xFFFF
+        opts: list[DsrOption] = []
+        if p.grat_route_errors and self.last_rerr is not None:
+            # Section 4.3 / 8.3.5 "gratuitous Route Error": the last Route Error received is
+            # piggybacked on the next Route Request, so that the flood purges the broken link.
+            opts.append(self.last_rerr)
+            self.last_rerr = None
+        opts.append(RouteRequest(self.rreq_id, d.target, ()))
+        pkt = build(self.me, None, opts, ttl=1 if nonprop else p.discovery_hop_limit)
+        self._send(pkt, BROADCAST, "rreq")
+        self.ctx.counters.routing_sent["rreq"] += 1
+        d.last_id = self.rreq_id
+        d.last_sent_ns = self._now
+        if nonprop:
+            d.nonprop_pending = True
+            wait = p.nonprop_request_timeout_ns
+        else:
+            d.nonprop_pending = False
+            d.tries += 1
+            # Section 8.2: "the interval between successive Route Discoveries for this target
+            # SHOULD be doubled, up to a maximum of MaxRequestPeriod".
+            d.backoff_ns = p.request_period_ns if d.tries == 1 else min(2 * d.backoff_ns, p.max_request_period_ns)
+            wait = d.backoff_ns
+        self._out.append(SetTimer((T_RREQ, d.target), self._now + wait))
+
+    def _rreq_timeout(self, target: int) -> None:
+        d = self.requests.discovery(target)
+        if d is None:
+            return
+        if not self.send_buffer.has(target):
+            self.requests.finish(target)
+            return
+        if self.cache.find(target, self._now) is not None:
+            self._flush_send_buffer()
+            return
+        if d.tries >= self.p.max_request_rexmt:
+            self.requests.finish(target)
+            for b in self.send_buffer.take(target):
+                self._drop(b.packet, "no_route", None)
+            self._arm_send_buffer()
+            return
+        self._send_rreq(d, nonprop=False)
+
+    def _recv_rreq(self, ev: FromAir, dp: DsrPacket, rreq: RouteRequest) -> None:
+        """Section 8.2.2: process a received Route Request."""
+        c = self.ctx.counters
+        initiator = dp.src
+        if initiator == self.me or self.me in rreq.addresses:
+            return
+        record: Path = (initiator,) + rreq.addresses + (self.me,)
+        if not loop_free(record):
+            c.malformed["route record loop"] += 1
+            return
+        c.routing_received["rreq"] += 1
+        self._process_rerrs(dp, ev.packet, for_me=False, overheard=False)
+        self._learn(record, len(record) - 1, primary=False)
+        if rreq.target == self.me:
+            # Section 8.2.4: the target returns the accumulated route record (every copy).
+            self._send_rrep(record)
+            self._flush_if_waiting()
+            return
+        if self.requests.seen(initiator, rreq.rreq_id, rreq.target):
+            c.extra["rreq_duplicate"] += 1
+            return
+        if self.p.reply_from_cache:
+            cached = self.cache.find(rreq.target, self._now)
+            if cached is not None:
+                full = record + cached[1:]
+                # Section 8.2.3: the reply MUST NOT be sent if the resulting route would contain
+                # a node twice; the request is then handled as if there were no cached route.
+                if loop_free(full):
+                    self._emit("on_cache_use", dst=rreq.target, route=cached)
+                    self._schedule_cached_reply(initiator, rreq.rreq_id, full)
+                    return
+                c.extra["cached_reply_loop"] += 1
+        # Hop limit: the IP TTL (section 6.2 / 8.2.2).
+        if dp.ttl <= 1 or len(rreq.addresses) + 1 > MAX_OPT_ADDRESSES:
+            return
+        opts = [RouteRequest(rreq.rreq_id, rreq.target, rreq.addresses + (self.me,)) if o is rreq else o
+                for o in dp.options]
+        pkt = build(initiator, None, opts, ttl=dp.ttl - 1)
+        jitter = int(self.ctx.rng.random() * self.p.broadcast_jitter_ns)
+        self._send(pkt, BROADCAST, "rreq", jitter_ns=jitter)
+        c.routing_forwarded["rreq"] += 1
+        self._flush_if_waiting()
+
+    def _schedule_cached_reply(self, initiator: int, rreq_id: int, full: Path) -> None:
+        """Section 8.2.5 (reply storms): wait d = H * (h - 1 + r) before replying from cache."""
+        self.ctx.counters.extra["cached_replies"] += 1
+        hops = len(full) - 1
+        delay = int(self.p.reply_storm_hop_delay_ns * (hops - 1 + self.ctx.rng.random()))
+        if delay <= 0:
+            self._send_rrep(full)
+            return
+        self.pending_replies[(initiator, rreq_id)] = (full, hops)
+        self._out.append(SetTimer((T_REPLY, initiator, rreq_id), self._now + delay))
+
+    def _send_rrep(self, full: Path, *, grat: bool = False) -> None:
+        """Originate a Route Reply for ``full`` (initiator ... target), this node on it, sent back
+        along the reverse of the route's part from the initiator to this node."""
+        k = full.index(self.me)
+        back = tuple(reversed(full[: k + 1]))
+        sr = SourceRoute(back[1:-1], len(back) - 2)
+        pkt = build(self.me, full[0], [sr, RouteReply(full[1:])], ttl=self.p.ttl)
+        self._send(pkt, back[1], "rrep")
+        self.ctx.counters.routing_sent["rrep"] += 1
+        if grat:
+            self.ctx.counters.extra["grat_replies"] += 1
+
+    def _flush_if_waiting(self) -> None:
+        if len(self.send_buffer):
+            self._flush_send_buffer()
+
+    # ------------------------------------------------------------------ reception
+    def _from_air(self, ev: FromAir) -> None:
+        c = self.ctx.counters
+        try:
+            dp = parse(ev.packet)
+        except MalformedDsr as exc:
+            c.malformed[str(exc)] += 1
+            if not ev.overheard:
+                self._out.append(Drop(ev.packet, "malformed"))
+            return
+        for o in dp.options:
+            if isinstance(o, RawOption):
+                c.extra["unknown_option"] += 1
+                # Section 8.1.6: "when these two bits are 11 ... MUST drop the packet".
+                if o.action == 0x60:
+                    if not ev.overheard:
+                        self._out.append(Drop(ev.packet, "unknown_option"))
+                    return
+        if ev.overheard:
+            self._overheard(ev, dp)
+            return
+        rreq = dp.find(RouteRequest)
+        if isinstance(rreq, RouteRequest):
+            self._recv_rreq(ev, dp, rreq)
+            return
+        sr = dp.find(SourceRoute)
+        if not isinstance(sr, SourceRoute):
+            if dp.dst != self.me:
+                c.malformed["no source route"] += 1
+                self._out.append(Drop(ev.packet, "malformed"))
+                return
+            self._process_options(ev, dp, None, None)
+            self._deliver(ev, dp, None)
+            return
+        if dp.dst is None:
+            c.malformed["broadcast source route"] += 1
+            self._out.append(Drop(ev.packet, "malformed"))
+            return
+        path = full_route(dp, sr)
+        pos = next_pos(sr)
+        if path[pos] != self.me or (sr.segs_left > 0) == (dp.dst == self.me):
+            c.malformed["not the next hop"] += 1
+            self._out.append(Drop(ev.packet, "malformed"))
+            return
+        if loop_free(path):
+            last = self._snooped.get(path)
+            if last is None or self._now - last >= SNOOP_REFRESH_NS:
+                if len(self._snooped) > 256:
+                    self._snooped.clear()
+                self._snooped[path] = self._now
+                self._learn(path, pos, primary=False)
+        self._process_options(ev, dp, path, pos)
+        if dp.dst == self.me:
+            self._deliver(ev, dp, path)
+        else:
+            self._forward(ev, dp, sr, path)
+        self._flush_if_waiting()
+
+    def _process_options(self, ev: FromAir, dp: DsrPacket, path: Path | None, pos: int | None) -> None:
+        """Section 8.1.4: options other than the Source Route and Route Request."""
+        for o in dp.options:
+            if isinstance(o, RouteReply):
+                rrep_path = (dp.dst,) + o.addresses if dp.dst is not None else o.addresses
+                if self.me in rrep_path and loop_free(rrep_path):
+                    self._learn(rrep_path, rrep_path.index(self.me), primary=True)
+            elif isinstance(o, Ack):
+                if o.ack_dst == self.me:
+                    self.add_route((self.me, o.ack_src), primary=False)
+                    pend = self.maint.pop(o.ack_id)
+                    if pend is not None:
+                        self._out.append(CancelTimer((T_ACK, o.ack_id)))
+            elif isinstance(o, AckRequest):
+                # Section 8.3.3: acknowledge to the previous hop unless the packet carries an ACK.
+                if dp.find(Ack) is None:
+                    ack = build(self.me, ev.src, [Ack(o.ack_id, self.me, ev.src)], ttl=1)
+                    self._send(ack, ev.src, "ack")
+                    self.ctx.counters.routing_sent["ack"] += 1
+        self._process_rerrs(dp, ev.packet, for_me=dp.dst == self.me, overheard=False)
+
+    def _process_rerrs(self, dp: DsrPacket, packet: bytes, *, for_me: bool, overheard: bool) -> None:
+        """Section 8.3.5: remove the broken link; at the Route Error's destination, remember it
+        for the next Route Request and re-send a nested Route Error's inner options."""
+        opts = dp.options
+        for i, o in enumerate(opts):
+            if not isinstance(o, RouteError):
+                continue
+            link = o.link
+            if link is not None:
+                self.cache.remove_link(link[0], link[1], self._now)
+            following = opts[i + 1 :]
+            mine = for_me and o.err_dst == self.me
+            self._emit("on_route_error_received", rerr=o, following=following, packet=packet,
+                       for_me=mine, overheard=overheard)
+            if not mine:
+                continue
+            self.ctx.counters.routing_received["rerr"] += 1
+            if link is not None:
+                self.last_rerr = o
+            nxt = next((f for f in following if not isinstance(f, (Pad1, PadN, SourceRoute))), None)
+            if isinstance(nxt, RouteError) and nxt.err_src == self.me or isinstance(nxt, Ack) and nxt.ack_src == self.me:
+                self._resend_nested(o, nxt, following)
+            break  # the first Route Error addressed here carries the nested ones after it
+
+    def _resend_nested(self, rerr: RouteError, inner: RouteError | Ack, following: Sequence[DsrOption]) -> None:
+        """Section 8.3.5: "copy the DSR options following the current Route Error into a new
+        packet with IP Source Address equal to this node's own IP address and IP Destination
+        Address equal to the Acknowledgement or Error Destination Address"."""
+        dst = inner.err_dst if isinstance(inner, RouteError) else inner.ack_dst
+        opts = [f for f in following if not isinstance(f, SourceRoute)]
+        if dst == self.me:
+            return
+        route = self.lookup(dst)
+        if route is None:
+            # No discovery for a notification (Yu 2004 section 4.3.2).
+            self.ctx.counters.extra["nested_rerr_no_route"] += 1
+            return
+        if rerr.salvage:
+            # A nonzero Salvage makes Address[1] the sending node itself (section 8.3.6).
+            sr = SourceRoute((self.me,) + route[1:-1], len(route) - 2, salvage=rerr.salvage)
+        else:
+            sr = SourceRoute(route[1:-1], len(route) - 2)
+        self._send(build(self.me, dst, [sr, *opts], ttl=self.p.ttl), route[1], "rerr")
+        self.ctx.counters.routing_sent["rerr"] += 1
+        self.ctx.counters.extra["nested_rerr_resent"] += 1
+
+    def _deliver(self, ev: FromAir, dp: DsrPacket, path: Path | None) -> None:
+        """Section 8.1.4: remove the DSR header and pass the rest up (nothing for No Next Header)."""
+        c = self.ctx.counters
+        if dp.next_header == NO_NEXT_HEADER:
+            kind = packet_kind(dp)
+            if kind == "rrep":
+                c.routing_received["rrep"] += 1
+            elif kind == "ack":
+                c.routing_received["ack"] += 1
+            return
+        inner = fastpath.strip(ev.packet)
+        c.data_delivered += 1
+        self._out.append(DeliverLocal(inner))
+        self._emit("on_local_deliver", packet=inner, src=dp.src)
+
+    def _forward(self, ev: FromAir, dp: DsrPacket, sr: SourceRoute, path: Path) -> None:
+        """Section 8.1.5: decrement Segments Left and the TTL, send to the next address."""
+        buf = bytearray(ev.packet)
+        kind = packet_kind(dp)
+        if not ipv4.decrement_ttl(buf):
+            self._drop(ev.packet, "ttl_expired", path)
+            return
+        fastpath.advance(buf, fastpath.find_source_route(buf, dp.ihl))
+        sl = sr.segs_left - 1
+        nh = sr.addresses[len(sr.addresses) - sl] if sl else path[-1]
+        pkt = bytes(buf)
+        if kind == "data":
+            self.ctx.counters.data_forwarded += 1
+            self._emit("on_data_forward", packet=pkt, prev_hop=ev.src, next_hop=nh)
+        else:
+            self.ctx.counters.routing_forwarded[kind] += 1
+        self._send(pkt, nh, kind)
+
+    def _overheard(self, ev: FromAir, dp: DsrPacket) -> None:
+        """Promiscuous ("tapping") mode: learn from overheard source routes, replies and errors."""
+        self._emit("on_packet_overheard", packet=ev.packet, src=ev.src, dst=ev.dst)
+        self._process_rerrs(dp, ev.packet, for_me=False, overheard=True)
+        sr = dp.find(SourceRoute)
+        if isinstance(sr, SourceRoute) and dp.dst is not None:
+            path = full_route(dp, sr)
+            tx = next_pos(sr) - 1
+            if 0 <= tx < len(path) and path[tx] == ev.src and loop_free(path):
+                if self.me in path:
+                    self._maybe_shorten(dp, sr, path, tx)
+                else:
+                    self._learn_heard(path, tx, primary=False)
+                self._check_reply_storm(dp, path)
+        rrep = dp.find(RouteReply)
+        if isinstance(rrep, RouteReply) and dp.dst is not None:
+            rrep_path = (dp.dst,) + rrep.addresses
+            if ev.src in rrep_path and loop_free(rrep_path):
+                self._learn_heard(rrep_path, rrep_path.index(ev.src), primary=True)
+        self._flush_if_waiting()
+
+    def _maybe_shorten(self, dp: DsrPacket, sr: SourceRoute, path: Path, tx: int) -> None:
+        """Section 3.4.3 / 8.1.5 automatic route shortening: this node, later on the route, heard
+        the packet early; send a gratuitous Route Reply with the shorter route to the source."""
+        k = path.index(self.me)
+        if not self.p.grat_replies or sr.salvage != 0 or k <= tx + 1 or dp.src == self.me:
+            return
+        if not self.grat_replies.check_and_add(dp.src, path[tx], self._now):
+            return
+        short = path[: tx + 1] + path[k:]
+        if loop_free(short):
+            self._learn(short, tx + 1, primary=False)
+            self._send_rrep(short, grat=True)
+
+    def _check_reply_storm(self, dp: DsrPacket, path: Path) -> None:
+        """Section 8.2.5: cancel a pending cached reply when the initiator already uses a route
+        to the target shorter than the one this node would return."""
+        for key, (full, hops) in list(self.pending_replies.items()):
+            if key[0] == dp.src and full[-1] == dp.dst and len(path) - 1 < hops:
+                del self.pending_replies[key]
+                self._out.append(CancelTimer((T_REPLY, *key)))
+                self.ctx.counters.extra["cached_replies_cancelled"] += 1
+
+    # ------------------------------------------------------------------ route maintenance
+    def _tx_status(self, ev: TxStatus) -> None:
+        f = ev.frame
+        if f.next_hop == BROADCAST or "dsr" not in f.meta:
+            return
+        ack_id = f.meta.get("ack_id")
+        if ev.ok:
+            if ack_id is not None and self.maint.get(ack_id) is not None:
+                self._out.append(SetTimer((T_ACK, ack_id), self._now + self.p.passive_ack_timeout_ns))
+            return
+        if ack_id is not None:
+            self.maint.pop(ack_id)
+        self.link_failed(f)
+
+    def _ack_timeout(self, ack_id: int) -> None:
+        pend = self.maint.get(ack_id)
+        if pend is None:
+            return
+        if pend.retries < self.p.max_maint_rexmt:
+            pend.retries += 1
+            self._out.append(Send(pend.frame))
+            return
+        self.maint.pop(ack_id)
+        self.link_failed(pend.frame)
+
+    def link_failed(self, frame: Frame) -> None:
+        """Section 8.3: the link to ``frame.next_hop`` is broken.
+
+        Remove it from the cache, then handle the frame and every interface-queue frame with the
+        same next hop (section 3.4.2): the node's own data is routed again; other packets cause a
+        Route Error to their source (one per source) and are salvaged (section 8.3.6) or dropped;
+        a Route Error that meets the broken link causes a nested Route Error (section 8.3.4).
+        """
+        nh = frame.next_hop
+        queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh and "dsr" in f.meta)
+        for pend in self.maint.remove_next_hop(nh):
+            self._out.append(CancelTimer((T_ACK, pend.ack_id)))
+        self.ctx.counters.extra["link_failures"] += 1
+        self._emit("on_link_failure", frame=frame, link=(self.me, nh), queued=queued)
+        self.cache.remove_link(self.me, nh, self._now)
+        groups: dict[int, tuple[Path, int, list[bytes]]] = {}
+        for f in [frame, *queued]:
+            self._undeliverable(f, nh, groups)
+        for err_dst, (back, salvage, pkts) in groups.items():
+            self._send_rerr(err_dst, back, salvage, pkts, nh, [])
+
+    def _undeliverable(self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]]) -> None:
+        pkt = f.packet
+        kind = f.meta.get("dsr", "data")
+        if kind in ("ack", "rreq"):
+            return
+        try:
+            dp = parse(pkt)
+        except MalformedDsr:
+            self._out.append(Drop(pkt, "malformed"))
+            return
+        sr = dp.find(SourceRoute)
+        if not isinstance(sr, SourceRoute) or dp.dst is None:
+            self._drop(pkt, "link_failure", None)
+            return
+        path = full_route(dp, sr)
+        j = next_pos(sr)
+        if j < 1 or j >= len(path) or path[j - 1] != self.me:
+            self._drop(pkt, "link_failure", path)
+            return
+        origin = path[0]
+        has_rerr = dp.find(RouteError) is not None
+        if kind == "data" and origin == self.me and sr.salvage == 0:
+            # Our own data packet: route it again (cache or discovery); not a salvage.
+            self._originate(fastpath.strip(pkt), dp.dst)
+            return
+        if origin != self.me:
+            back = tuple(reversed(path[:j]))
+            if has_rerr:
+                # Section 8.3.4: a Route Error that meets a broken link: nested Route Error to its
+                # source, carrying the Route Error (and what follows it).
+                nested = self._nested_options(dp, sr.salvage)
+                self._send_rerr(origin, back, sr.salvage, [pkt], nh, nested)
+                self._drop(pkt, "link_failure", path)
+                return
+            if origin in groups:
+                groups[origin][2].append(pkt)
+            else:
+                groups[origin] = (back, sr.salvage, [pkt])
+        elif has_rerr or kind == "rrep":
+            # Our own routing packet: another cached route if there is one, else it is lost.
+            route = self.cache.find(dp.dst, self._now)
+            if route is None:
+                self._drop(pkt, "link_failure", path)
+                return
+            new_sr = fastpath.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
+            self._send(fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr),
+                       route[1], kind)
+            return
+        self._salvage(pkt, dp, sr, path, kind)
+
+    def _salvage(self, pkt: bytes, dp: DsrPacket, sr: SourceRoute, path: Path, kind: str) -> None:
+        """Section 8.3.6: "if the node has another route to the packet's IP Destination Address
+        in its Route Cache, the node SHOULD 'salvage' the packet rather than discarding it"."""
+        assert dp.dst is not None
+        if not self.p.salvage:
+            self._drop(pkt, "link_failure", path)
+            return
+        if sr.salvage >= self.p.max_salvage_count:
+            self._drop(pkt, "salvage_limit", path)
+            return
+        route = self.cache.find(dp.dst, self._now)
+        if route is None:
+            self._emit("on_cache_miss", dst=dp.dst)
+            self._drop(pkt, "link_failure", path)
+            return
+        self._emit("on_cache_use", dst=dp.dst, route=route)
+        # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
+        addrs = (self.me,) + route[1:-1]
+        new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
+        new = fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr)
+        self.ctx.counters.extra["salvaged"] += 1
+        self._emit("on_packet_salvaged", packet=new, old_route=path, new_route=route, salvage=sr.salvage + 1)
+        self._send(new, route[1], kind, salvaged=sr.salvage + 1)
+
+    def _nested_options(self, dp: DsrPacket, salvage: int) -> list[DsrOption]:
+        """Section 8.3.4: the Route Error and Acknowledgement options of the triggering packet, in
+        order, stopping at the first whose total salvage count would exceed MAX_SALVAGE_COUNT."""
+        out: list[DsrOption] = []
+        started = False
+        for o in dp.options:
+            if isinstance(o, RouteError):
+                if o.salvage + salvage > self.p.max_salvage_count:
+                    break
+                started = True
+            elif not started or isinstance(o, (SourceRoute, Pad1, PadN, AckRequest)):
+                continue
+            out.append(o)
+        return out
+
+    def _send_rerr(
+        self, err_dst: int, back: Path, salvage: int, packets: list[bytes], nh: int, nested: list[DsrOption]
+    ) -> None:
+        """Section 8.3.4: originate a NODE_UNREACHABLE Route Error to ``err_dst`` along ``back``
+        (the reverse of the route the packet travelled to this node)."""
+        rerr = RouteError(self.me, err_dst, unreachable=nh, salvage=salvage)
+        extra: list[DsrOption] = []
+        self._emit("on_route_error_sent", rerr=rerr, dst=err_dst, extra_options=extra, packets=packets,
+                   link=(self.me, nh))
+        sr = SourceRoute(back[1:-1], len(back) - 2)
+        self._send(build(self.me, err_dst, [sr, rerr, *nested, *extra], ttl=self.p.ttl), back[1], "rerr")
+        self.ctx.counters.routing_sent["rerr"] += 1
+        if nested:
+            self.ctx.counters.extra["nested_rerr_sent"] += 1
+
+    # ------------------------------------------------------------------ timers and queue
+    def _timer(self, key: object) -> None:
+        if not isinstance(key, tuple) or not key:
+            return
+        if key[0] == T_RREQ:
+            self._rreq_timeout(key[1])
+        elif key[0] == T_SENDBUF:
+            for b in self.send_buffer.expire(self._now):
+                self._expired(b)
+            self._arm_send_buffer()
+        elif key[0] == T_REPLY:
+            pending = self.pending_replies.pop((key[1], key[2]), None)
+            if pending is not None:
+                self._send_rrep(pending[0])
+        elif key[0] == T_ACK:
+            self._ack_timeout(key[1])
+
+    def _expired(self, b: Buffered) -> None:
+        self._drop(b.packet, "send_buffer_timeout", None)
+
+    def _ifq_drop(self, frame: Frame) -> None:
+        if frame.meta.get("dsr") == "data":
+            route: Path | None = None
+            try:
+                dp = parse(frame.packet)
+                sr = dp.find(SourceRoute)
+                if isinstance(sr, SourceRoute):
+                    route = full_route(dp, sr)
+            except MalformedDsr:
+                pass
+            self._emit("on_packet_dropped", packet=frame.packet, reason="ifq_full", source_route=route)
+
+    def state(self) -> dict[str, Any]:
+        return {"cache": self.cache.state(), "send_buffer": len(self.send_buffer),
+                "discoveries": sorted(self.requests.discoveries)}
