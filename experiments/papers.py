@@ -1,0 +1,372 @@
+"""The papers' headline numbers as data, and the figures that put ours beside them.
+
+Source: ../shared/papers/README.md (and the papers beside it). Each ``Claim`` is one number a paper
+reports, stated so that it can be computed from a sweep's results: a metric (``experiments.aggregate
+.METRICS``), the points it is measured at (``where``: axis -> value, values written as in the sweep
+file or as their CSV label), and for a relative claim the baseline those points are compared with
+(``baseline``: the axes that change, e.g. ``routing.extensions: []``). Axes a claim does not name are
+paired point by point and the per-pair results are combined by ``combine`` ("mean" for an average,
+"max"/"min" for the paper's "up to").
+
+The axis names are those of the paper's sweep file in experiments/sweeps/ (tests check that every
+claim finds points there). Where our scaled-down scenarios cannot measure a number (100-node runs,
+SRTT variance, per-hop loss), the claim is left out and ``NOT_REPRODUCED`` says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One headline number of a paper, as a computation over a sweep's per-point means.
+
+    ``kind``: ``change_pct`` = 100 x (treatment / baseline - 1) per matched pair of points;
+    ``value`` = the metric's mean at the ``where`` points.
+    """
+
+    key: str
+    text: str
+    metric: str
+    kind: Literal["change_pct", "value"]
+    where: Mapping[str, Any]
+    paper: float
+    baseline: Mapping[str, Any] = field(default_factory=dict)
+    combine: Literal["mean", "max", "min"] = "mean"
+    unit: str = "%"
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """A line plot of ``metric`` against axis ``x``, one line per value of the ``series`` axes,
+    one panel per value of the ``panels`` axes (others averaged), with 95 % confidence bars."""
+
+    name: str
+    title: str
+    x: str
+    metric: str
+    ylabel: str
+    series: tuple[str, ...] = ()
+    panels: tuple[str, ...] = ()
+    scale: float = 1.0  # e.g. 1e-3 for kbit/s
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    key: str
+    title: str
+    claims: tuple[Claim, ...]
+    figures: tuple[Figure, ...]
+
+
+def _ghanem() -> Paper:
+    # Table 1: improvement of the highest ACKed sequence number over NewReno (= bytes delivered in
+    # the same time, so the throughput ratio) at maximum speed 2 / 10 / 20 m/s, and the averages.
+    table1 = {
+        ("aodv", "fixed_rto"): (10.9, 20.2, 6.1, 12.5),
+        ("aodv", "abra"): (19.1, 26.6, 2.8, 16.1),
+        ("dsr", "fixed_rto"): (5.1, 22.9, 0.6, 9.6),
+        ("dsr", "abra"): (37.6, 17.3, -1.0, 17.7),
+    }
+    claims: list[Claim] = []
+    for (proto, ext), values in table1.items():
+        for speed, value in zip((2, 10, 20), values[:3], strict=True):
+            claims.append(
+                Claim(
+                    key=f"{proto}-{ext}-{speed}",
+                    text=f"{proto.upper()} {ext} vs NewReno, max speed {speed} m/s (Table 1)",
+                    metric="throughput_total_bps",
+                    kind="change_pct",
+                    where={
+                        "routing.protocol": proto,
+                        "routing.extensions": [ext],
+                        "mobility.max_speed_mps": speed,
+                    },
+                    baseline={"routing.extensions": []},
+                    paper=value,
+                )
+            )
+        claims.append(
+            Claim(
+                key=f"{proto}-{ext}-avg",
+                text=f"{proto.upper()} {ext} vs NewReno, average over speeds (Table 1, Figure 6)",
+                metric="throughput_total_bps",
+                kind="change_pct",
+                where={"routing.protocol": proto, "routing.extensions": [ext]},
+                baseline={"routing.extensions": []},
+                paper=values[3],
+            )
+        )
+    figs = (
+        Figure(
+            "ghanem2008-throughput",
+            "Ghanem 2008: TCP throughput vs maximum speed",
+            x="mobility.max_speed_mps",
+            metric="throughput_total_bps",
+            ylabel="throughput (kbit/s)",
+            series=("routing.extensions",),
+            panels=("routing.protocol",),
+            scale=1e-3,
+        ),
+    )
+    return Paper("ghanem2008", "Ghanem et al. 2008, ABRA and Fixed RTO", tuple(claims), figs)
+
+
+def _yu() -> Paper:
+    one_flow = {"flows": "1"}
+    claims = (
+        Claim(
+            "epln_bead-throughput",
+            "EPLN+BEAD vs TCP-ELFN throughput, 1 flow, promiscuous, path cache: up to +30 %",
+            "throughput_total_bps",
+            "change_pct",
+            {"scheme": "epln_bead", **one_flow},
+            30.0,
+            {"scheme": "elfn"},
+            "max",
+        ),
+        Claim(
+            "dsr_update-throughput-20",
+            "EPLN+BEAD with DSR-Update vs TCP-ELFN throughput, 1 flow, 20 m/s: +81 %",
+            "throughput_total_bps",
+            "change_pct",
+            {"scheme": "dsr_update", "speed": "20", **one_flow},
+            81.0,
+            {"scheme": "elfn"},
+        ),
+        Claim(
+            "epln_bead-timeouts",
+            "EPLN+BEAD vs TCP-ELFN timeouts per connection, 1 flow, promiscuous: -60 %",
+            "tcp_timeouts_per_flow",
+            "change_pct",
+            {"scheme": "epln_bead", **one_flow},
+            -60.0,
+            {"scheme": "elfn"},
+            "min",
+        ),
+        Claim(
+            "dsr_update-timeouts",
+            "EPLN+BEAD with DSR-Update vs TCP-ELFN timeouts per connection, 1 flow: -90 %",
+            "tcp_timeouts_per_flow",
+            "change_pct",
+            {"scheme": "dsr_update", **one_flow},
+            -90.0,
+            {"scheme": "elfn"},
+            "min",
+        ),
+        Claim(
+            "epln_bead-overhead-10",
+            "EPLN+BEAD vs TCP-ELFN routing overhead, 10 flows: up to -71 %",
+            "routing_packets",
+            "change_pct",
+            {"scheme": "epln_bead", "flows": "10"},
+            -71.0,
+            {"scheme": "elfn"},
+            "min",
+        ),
+        Claim(
+            "dsr_update-overhead-10",
+            "EPLN+BEAD with DSR-Update vs TCP-ELFN routing overhead, 10 flows: up to -62 %",
+            "routing_packets",
+            "change_pct",
+            {"scheme": "dsr_update", "flows": "10"},
+            -62.0,
+            {"scheme": "elfn"},
+            "min",
+        ),
+    )
+    figs = (
+        Figure(
+            "yu2004-throughput",
+            "Yu 2004: aggregate TCP throughput vs speed",
+            x="speed",
+            metric="throughput_total_bps",
+            ylabel="throughput (kbit/s)",
+            series=("scheme",),
+            panels=("flows",),
+            scale=1e-3,
+        ),
+        Figure(
+            "yu2004-timeouts",
+            "Yu 2004: timeouts (slow-starts) per connection vs speed",
+            x="speed",
+            metric="tcp_timeouts_per_flow",
+            ylabel="timeouts per connection",
+            series=("scheme",),
+            panels=("flows",),
+        ),
+        Figure(
+            "yu2004-overhead",
+            "Yu 2004: routing packets vs speed",
+            x="speed",
+            metric="routing_packets",
+            ylabel="routing packets",
+            series=("scheme",),
+            panels=("flows",),
+        ),
+    )
+    return Paper("yu2004", "Yu 2004, EPLN, BEAD and DSR-Update over DSR with TCP-ELFN", claims, figs)
+
+
+def _klemm() -> Paper:
+    claims = (
+        Claim(
+            "combined-goodput",
+            "Combined LM vs original AODV goodput, 1 flow, high mobility: up to +75 %",
+            "throughput_total_bps",
+            "change_pct",
+            {"lm": "combined", "mobility.max_speed_mps": 20},
+            75.0,
+            {"lm": "original"},
+        ),
+        Claim(
+            "original-rto",
+            "Original AODV: TCP RTOs per 100 delivered packets at high mobility, about 6",
+            "rto_per_100_pkts",
+            "value",
+            {"lm": "original", "mobility.max_speed_mps": 20},
+            6.0,
+            unit="RTO/100 pkt",
+        ),
+        Claim(
+            "combined-rto",
+            "Combined LM: TCP RTOs per 100 delivered packets at high mobility, about 2",
+            "rto_per_100_pkts",
+            "value",
+            {"lm": "combined", "mobility.max_speed_mps": 20},
+            2.0,
+            unit="RTO/100 pkt",
+        ),
+    )
+    figs = (
+        Figure(
+            "klemm2004-goodput",
+            "Klemm 2004: goodput vs maximum speed",
+            x="mobility.max_speed_mps",
+            metric="throughput_total_bps",
+            ylabel="goodput (kbit/s)",
+            series=("lm",),
+            scale=1e-3,
+        ),
+        Figure(
+            "klemm2004-rto",
+            "Klemm 2004: TCP RTOs per 100 delivered packets vs maximum speed",
+            x="mobility.max_speed_mps",
+            metric="rto_per_100_pkts",
+            ylabel="RTOs per 100 packets",
+            series=("lm",),
+        ),
+    )
+    return Paper("klemm2004", "Klemm et al. 2004, signal-strength based link management", claims, figs)
+
+
+def _cohen() -> Paper:
+    claims = (
+        Claim(
+            "rc-rto-2.5",
+            "Route control vs plain AODV, RTOs at 2.5 m/s (2 % per-hop loss): 130 -> 85, -35 %",
+            "tcp_timeouts_total",
+            "change_pct",
+            {"rc": "route_control", "speed": "2.5", "tcp.sack": True},
+            -34.6,
+            {"rc": "none"},
+        ),
+        Claim(
+            "rc-rto-sack",
+            "Route control RTO reduction with TCP SACK (1 % per-hop loss): about -40 %",
+            "tcp_timeouts_total",
+            "change_pct",
+            {"rc": "route_control", "tcp.sack": True},
+            -40.0,
+            {"rc": "none"},
+        ),
+        Claim(
+            "rc-rto-newreno",
+            "Route control RTO reduction with TCP NewReno (1 % per-hop loss): about -20 %",
+            "tcp_timeouts_total",
+            "change_pct",
+            {"rc": "route_control", "tcp.sack": False},
+            -20.0,
+            {"rc": "none"},
+        ),
+    )
+    figs = (
+        Figure(
+            "cohen-rto",
+            "Cohen & Levin: TCP RTOs vs speed",
+            x="speed",
+            metric="tcp_timeouts_total",
+            ylabel="TCP RTOs per run",
+            series=("rc",),
+            panels=("tcp.sack",),
+        ),
+        Figure(
+            "cohen-throughput",
+            "Cohen & Levin: throughput vs speed",
+            x="speed",
+            metric="throughput_total_bps",
+            ylabel="throughput (kbit/s)",
+            series=("rc",),
+            panels=("tcp.sack",),
+            scale=1e-3,
+        ),
+    )
+    return Paper("cohen", "Cohen & Levin, route control on AODV", claims, figs)
+
+
+def _liu() -> Paper:
+    # BER only: TCP 900 s (d = 10 ms) to 1900 s (d = 50 ms), ATCP about 425 s, for 1 MB.
+    claims = (
+        Claim(
+            "atcp-time-10",
+            "ATCP vs TCP file transfer time, BER only, d = 10 ms: 425 s vs 900 s, -53 %",
+            "transfer_time_s",
+            "change_pct",
+            {"routing.extensions": ["atcp"], "delay": "10"},
+            round(100 * (425 / 900 - 1), 1),
+            {"routing.extensions": []},
+        ),
+        Claim(
+            "atcp-time-50",
+            "ATCP vs TCP file transfer time, BER only, d = 50 ms: 425 s vs 1900 s, -78 %",
+            "transfer_time_s",
+            "change_pct",
+            {"routing.extensions": ["atcp"], "delay": "50"},
+            round(100 * (425 / 1900 - 1), 1),
+            {"routing.extensions": []},
+        ),
+    )
+    figs = (
+        Figure(
+            "liu2001-transfer-time",
+            "Liu & Singh 2001: file transfer time vs per-hop delay (BER 1e-5)",
+            x="delay",
+            metric="transfer_time_s",
+            ylabel="transfer time (s)",
+            series=("routing.extensions",),
+        ),
+    )
+    return Paper("liu2001", "Liu & Singh 2001, ATCP", claims, figs)
+
+
+PAPERS: Final[dict[str, Paper]] = {p.key: p for p in (_yu(), _liu(), _ghanem(), _klemm(), _cohen())}
+
+#: Headline numbers in ../shared/papers/README.md that the shipped sweeps do not measure, and why.
+NOT_REPRODUCED: Final[dict[str, list[str]]] = {
+    "yu2004": [
+        "100-node results (+173 % / +210 % throughput): the scaled scenario has 15 nodes; "
+        "use topologies/yu2004-100-full.yaml in a sweep of its own",
+        "'old' vs default RTO/cwnd restore after ELFN: not an axis of the scenario (extension parameter)",
+    ],
+    "liu2001": [
+        "congestion (ECN), partition and reordering experiments: need scripted events in a sweep of their own",
+    ],
+    "klemm2004": [
+        "packet loss ratio and false link failures: need the router/medium drop counters in summary.json",
+    ],
+    "cohen": ["normalised SRTT variance: needs per-RTT samples, not in summary.json"],
+    "ghanem2008": [],
+}
