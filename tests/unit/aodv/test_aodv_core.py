@@ -11,7 +11,7 @@ from nodes.core import ipv4
 from nodes.core.addr import BROADCAST
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import DeliverLocal, Drop, Frame, FromAir, FromLocal, SetTimer, Timer, TxStatus
-from nodes.protocols.aodv import Rerr, Rrep, Rreq, RouteEntry, RouteState
+from nodes.protocols.aodv import Rerr, RouteEntry, RouteState, Rrep, Rreq
 
 MS = NS_PER_MS
 
