@@ -123,20 +123,36 @@ class DsrRouting(RoutingProtocol):
     """
 
     name = "dsr"
-    HOOKS = frozenset({
-        "on_link_failure", "on_packet_dropped", "on_packet_salvaged", "on_route_error_sent",
-        "on_route_error_received", "on_cache_insert", "on_cache_remove", "on_cache_use",
-        "on_cache_miss", "on_packet_overheard", "on_data_forward", "on_local_deliver",
-    })
+    HOOKS = frozenset(
+        {
+            "on_link_failure",
+            "on_packet_dropped",
+            "on_packet_salvaged",
+            "on_route_error_sent",
+            "on_route_error_received",
+            "on_cache_insert",
+            "on_cache_remove",
+            "on_cache_use",
+            "on_cache_miss",
+            "on_packet_overheard",
+            "on_data_forward",
+            "on_local_deliver",
+        }
+    )
 
     def __init__(self, ctx: NodeContext, params: DsrParams | None = None) -> None:
         super().__init__(ctx)
         self.p = p = params or DsrParams()
         self.me = ctx.station
         self.cache = make_cache(
-            p.cache, self.me, primary_size=p.primary_cache_size, secondary_size=p.secondary_cache_size,
-            link_size=p.link_cache_size, timeout_ns=p.route_cache_timeout_ns,
-            bidirectional=p.bidirectional_links, notify=self._cache_notify,
+            p.cache,
+            self.me,
+            primary_size=p.primary_cache_size,
+            secondary_size=p.secondary_cache_size,
+            link_size=p.link_cache_size,
+            timeout_ns=p.route_cache_timeout_ns,
+            bidirectional=p.bidirectional_links,
+            notify=self._cache_notify,
         )
         self.send_buffer = SendBuffer(p.max_send_buffer_length, p.send_buffer_timeout_ns)
         self.requests = RequestTable(p.request_table_size, p.request_table_ids)
@@ -186,8 +202,9 @@ class DsrRouting(RoutingProtocol):
         control = kind != "data"
         if self.p.network_acks and next_hop != BROADCAST and kind != "ack":
             self.ack_id = (self.ack_id + 1) & 0xFFFF
-            packet = fastpath.insert_option(fastpath.remove_option_type(packet, OPT_ACKREQ),
-                                            AckRequest(self.ack_id).encode())
+            packet = fastpath.insert_option(
+                fastpath.remove_option_type(packet, OPT_ACKREQ), AckRequest(self.ack_id).encode()
+            )
             meta["ack_id"] = self.ack_id
         frame = Frame(packet, next_hop, control=control, meta={"dsr": kind, **meta})
         if "ack_id" in meta:
@@ -302,7 +319,9 @@ class DsrRouting(RoutingProtocol):
             d.tries += 1
             # Section 8.2: "the interval between successive Route Discoveries for this target
             # SHOULD be doubled, up to a maximum of MaxRequestPeriod".
-            d.backoff_ns = p.request_period_ns if d.tries == 1 else min(2 * d.backoff_ns, p.max_request_period_ns)
+            d.backoff_ns = (
+                p.request_period_ns if d.tries == 1 else min(2 * d.backoff_ns, p.max_request_period_ns)
+            )
             wait = d.backoff_ns
         self._out.append(SetTimer((T_RREQ, d.target), self._now + wait))
 
@@ -359,8 +378,10 @@ class DsrRouting(RoutingProtocol):
         # Hop limit: the IP TTL (section 6.2 / 8.2.2).
         if dp.ttl <= 1 or len(rreq.addresses) + 1 > MAX_OPT_ADDRESSES:
             return
-        opts = [RouteRequest(rreq.rreq_id, rreq.target, rreq.addresses + (self.me,)) if o is rreq else o
-                for o in dp.options]
+        opts = [
+            RouteRequest(rreq.rreq_id, rreq.target, rreq.addresses + (self.me,)) if o is rreq else o
+            for o in dp.options
+        ]
         pkt = build(initiator, None, opts, ttl=dp.ttl - 1)
         jitter = int(self.ctx.rng.random() * self.p.broadcast_jitter_ns)
         self._send(pkt, BROADCAST, "rreq", jitter_ns=jitter)
@@ -485,19 +506,32 @@ class DsrRouting(RoutingProtocol):
                 self.cache.remove_link(link[0], link[1], self._now)
             following = opts[i + 1 :]
             mine = for_me and o.err_dst == self.me
-            self._emit("on_route_error_received", rerr=o, following=following, packet=packet,
-                       for_me=mine, overheard=overheard)
+            self._emit(
+                "on_route_error_received",
+                rerr=o,
+                following=following,
+                packet=packet,
+                for_me=mine,
+                overheard=overheard,
+            )
             if not mine:
                 continue
             self.ctx.counters.routing_received["rerr"] += 1
             if link is not None:
                 self.last_rerr = o
             nxt = next((f for f in following if not isinstance(f, (Pad1, PadN, SourceRoute))), None)
-            if isinstance(nxt, RouteError) and nxt.err_src == self.me or isinstance(nxt, Ack) and nxt.ack_src == self.me:
+            if (
+                isinstance(nxt, RouteError)
+                and nxt.err_src == self.me
+                or isinstance(nxt, Ack)
+                and nxt.ack_src == self.me
+            ):
                 self._resend_nested(o, nxt, following)
             break  # the first Route Error addressed here carries the nested ones after it
 
-    def _resend_nested(self, rerr: RouteError, inner: RouteError | Ack, following: Sequence[DsrOption]) -> None:
+    def _resend_nested(
+        self, rerr: RouteError, inner: RouteError | Ack, following: Sequence[DsrOption]
+    ) -> None:
         """Section 8.3.5: "copy the DSR options following the current Route Error into a new
         packet with IP Source Address equal to this node's own IP address and IP Destination
         Address equal to the Acknowledgement or Error Destination Address"."""
@@ -686,8 +720,11 @@ class DsrRouting(RoutingProtocol):
                 self._drop(pkt, "link_failure", path)
                 return
             new_sr = fastpath.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
-            self._send(fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr),
-                       route[1], kind)
+            self._send(
+                fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr),
+                route[1],
+                kind,
+            )
             return
         self._salvage(pkt, dp, sr, path, kind)
 
@@ -737,8 +774,14 @@ class DsrRouting(RoutingProtocol):
         (the reverse of the route the packet travelled to this node)."""
         rerr = RouteError(self.me, err_dst, unreachable=nh, salvage=salvage)
         extra: list[DsrOption] = []
-        self._emit("on_route_error_sent", rerr=rerr, dst=err_dst, extra_options=extra, packets=packets,
-                   link=(self.me, nh))
+        self._emit(
+            "on_route_error_sent",
+            rerr=rerr,
+            dst=err_dst,
+            extra_options=extra,
+            packets=packets,
+            link=(self.me, nh),
+        )
         sr = SourceRoute(back[1:-1], len(back) - 2)
         self._send(build(self.me, err_dst, [sr, rerr, *nested, *extra], ttl=self.p.ttl), back[1], "rerr")
         self.ctx.counters.routing_sent["rerr"] += 1
@@ -778,5 +821,8 @@ class DsrRouting(RoutingProtocol):
             self._emit("on_packet_dropped", packet=frame.packet, reason="ifq_full", source_route=route)
 
     def state(self) -> dict[str, Any]:
-        return {"cache": self.cache.state(), "send_buffer": len(self.send_buffer),
-                "discoveries": sorted(self.requests.discoveries)}
+        return {
+            "cache": self.cache.state(),
+            "send_buffer": len(self.send_buffer),
+            "discoveries": sorted(self.requests.discoveries),
+        }

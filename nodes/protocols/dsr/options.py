@@ -124,10 +124,9 @@ class RouteReply:
     last_hop_external: bool = False
 
     def encode(self) -> bytes:
-        return (
-            struct.pack("!BBB", OPT_RREP, 1 + 4 * len(self.addresses), 0x80 if self.last_hop_external else 0)
-            + _pack_addrs(self.addresses)
-        )
+        return struct.pack(
+            "!BBB", OPT_RREP, 1 + 4 * len(self.addresses), 0x80 if self.last_hop_external else 0
+        ) + _pack_addrs(self.addresses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +214,9 @@ class SourceRoute:
             | ((self.salvage & 0x0F) << 6)
             | (self.segs_left & 0x3F)
         )
-        return struct.pack("!BBH", OPT_SRCRT, 2 + 4 * len(self.addresses), flags) + _pack_addrs(self.addresses)
+        return struct.pack("!BBH", OPT_SRCRT, 2 + 4 * len(self.addresses), flags) + _pack_addrs(
+            self.addresses
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +266,7 @@ Decoder = Callable[[bytes], DsrOption]
 def _dec_rreq(d: bytes) -> DsrOption:
     if len(d) < 6 or (len(d) - 6) % 4:
         raise MalformedDsr("route request length")
-    rreq_id, = struct.unpack_from("!H", d)
+    (rreq_id,) = struct.unpack_from("!H", d)
     return RouteRequest(rreq_id, _addr(d, 2), _addrs(d, 6, (len(d) - 6) // 4))
 
 
@@ -306,14 +307,16 @@ def _dec_ack(d: bytes) -> DsrOption:
 def _dec_srcrt(d: bytes) -> DsrOption:
     if len(d) < 2 or (len(d) - 2) % 4:
         raise MalformedDsr("source route length")
-    flags, = struct.unpack_from("!H", d)
+    (flags,) = struct.unpack_from("!H", d)
     n = (len(d) - 2) // 4
     segs_left = flags & 0x3F
     if segs_left > n:
         # Section 8.1.5: "If the value of the Segments Left field is greater than n, then send an
         # ICMP Parameter Problem ... and discard the packet."
         raise MalformedDsr("segments left > n")
-    return SourceRoute(_addrs(d, 2, n), segs_left, (flags >> 6) & 0x0F, bool(flags & 0x8000), bool(flags & 0x4000))
+    return SourceRoute(
+        _addrs(d, 2, n), segs_left, (flags >> 6) & 0x0F, bool(flags & 0x8000), bool(flags & 0x4000)
+    )
 
 
 def _dec_padn(d: bytes) -> DsrOption:
@@ -431,11 +434,16 @@ def parse(packet: bytes) -> DsrPacket:
     return DsrPacket(ihl, src, dst, packet[8], nh, bool(fl & 0x80), opts, opt_end, total)
 
 
-def ip_header(src: int, dst: int | None, proto: int, payload_len: int, ttl: int = 64, ident: int = 0) -> bytes:
+def ip_header(
+    src: int, dst: int | None, proto: int, payload_len: int, ttl: int = 64, ident: int = 0
+) -> bytes:
     """A 20-byte IPv4 header (no options) with its checksum; ``dst=None`` is 255.255.255.255."""
     d = BROADCAST_IP if dst is None else station_ip_bytes(dst)
-    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + payload_len, ident, 0, ttl, proto, 0,
-                              station_ip_bytes(src), d))
+    h = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s", 0x45, 0, 20 + payload_len, ident, 0, ttl, proto, 0, station_ip_bytes(src), d
+        )
+    )
     h[10:12] = checksum(h).to_bytes(2, "big")
     return bytes(h)
 

@@ -92,15 +92,26 @@ class DsrParams:
         if not 1 <= self.discovery_hop_limit <= 255:
             raise ValueError("discovery_hop_limit must be 1..255")
         for name in (
-            "max_send_buffer_length", "request_table_size", "request_table_ids", "primary_cache_size",
-            "secondary_cache_size", "link_cache_size", "rexmt_buffer_size",
+            "max_send_buffer_length",
+            "request_table_size",
+            "request_table_ids",
+            "primary_cache_size",
+            "secondary_cache_size",
+            "link_cache_size",
+            "rexmt_buffer_size",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         for name in (
-            "broadcast_jitter_s", "route_cache_timeout_s", "send_buffer_timeout_s",
-            "max_request_period_s", "request_period_s", "nonprop_request_timeout_s",
-            "passive_ack_timeout_s", "grat_reply_holdoff_s", "reply_storm_hop_delay_s",
+            "broadcast_jitter_s",
+            "route_cache_timeout_s",
+            "send_buffer_timeout_s",
+            "max_request_period_s",
+            "request_period_s",
+            "nonprop_request_timeout_s",
+            "passive_ack_timeout_s",
+            "grat_reply_holdoff_s",
+            "reply_storm_hop_delay_s",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")

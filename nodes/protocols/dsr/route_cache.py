@@ -169,8 +169,10 @@ class PathCache:
                     self.notify("remove", e.path, "expired")
 
     def state(self) -> dict[str, Any]:
-        return {"primary": [list(p) for p in self.paths("primary")],
-                "secondary": [list(p) for p in self.paths("secondary")]}
+        return {
+            "primary": [list(p) for p in self.paths("primary")],
+            "secondary": [list(p) for p in self.paths("secondary")],
+        }
 
 
 class LinkCache:
@@ -267,8 +269,15 @@ class LinkCache:
 
 
 def make_cache(
-    kind: str, me: int, *, primary_size: int, secondary_size: int, link_size: int, timeout_ns: int,
-    bidirectional: bool, notify: Notify = _noop,
+    kind: str,
+    me: int,
+    *,
+    primary_size: int,
+    secondary_size: int,
+    link_size: int,
+    timeout_ns: int,
+    bidirectional: bool,
+    notify: Notify = _noop,
 ) -> PathCache | LinkCache:
     if kind == "link":
         return LinkCache(me, link_size, timeout_ns, notify, bidirectional=bidirectional)

@@ -8,8 +8,8 @@ from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route
 
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
 from nodes.core.sim import DEFAULT_FAIL_NS
-from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
 from nodes.protocols.dsr.fastpath import add_source_route
+from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
 
 
 def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, **kw: object):  # type: ignore[no-untyped-def]
@@ -189,7 +189,7 @@ def test_network_layer_acks_retransmit_then_link_failure() -> None:
     assert acks == []
     frame = send[0].frame
     t = 1_000_000
-    for retry in range(2):
+    for _retry in range(2):
         acts = c.on_event(TxStatus(frame, True), t)
         assert SetTimer(("dsr-ack", 1), t + 100 * NS_PER_MS) in acts
         t += 100 * NS_PER_MS
