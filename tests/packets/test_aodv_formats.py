@@ -6,16 +6,22 @@ from __future__ import annotations
 import random
 
 import pytest
-from aodv_pkt_helpers import make_core
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Raw, raw
 
 from nodes.core.events import Drop, FromAir
+from nodes.core.protocol import NodeContext
 from nodes.formats.aodv import AODV, AODVRerr, AODVRrep, AODVRrepAck, AODVRreq, AODVUnknown, AODVUnreachable
-from nodes.protocols.aodv import MalformedMessage, Rerr, Rrep, RrepAck, Rreq, decode
+from nodes.protocols.aodv import AodvRouting, MalformedMessage, Rerr, Rrep, RrepAck, Rreq, create, decode
 from nodes.protocols.aodv.wire import build
 
 A1, A5, A6 = 0x0A000001, 0x0A000005, 0x0A000006
+
+
+def make_core(station: int) -> AodvRouting:
+    ctx = NodeContext(station=station, n_stations=10, rng=random.Random(station))
+    return create(ctx, {"name": "aodv", "params": {}})
+
 
 # Section 5.1: |Type|J|R|G|D|U| Reserved |Hop Count| RREQ ID | Dest IP | Dest Seq | Orig IP | Orig Seq
 RREQ_BYTES = bytes.fromhex("01 28 00 03  01020304  0a000005  00000007  0a000001  0a0b0c0d")
