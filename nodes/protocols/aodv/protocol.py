@@ -447,6 +447,10 @@ class AodvRouting(RoutingProtocol):
         if isinstance(msg, Rrep) and ip_dst == wire.LIMITED_BROADCAST and msg.dest_ip == ip_src:
             c.routing_received["hello"] += 1
             return self._recv_hello(msg, prev, now)
+        if isinstance(msg, Rreq | Rrep) and (
+            ip_to_station(msg.dest_ip) is None or ip_to_station(msg.orig_ip) is None
+        ):
+            return self._bad_address(packet)
         c.routing_received[type_name(msg)] += 1
         if isinstance(msg, Rreq):
             return self._recv_rreq(msg, packet, packet[8], prev, now)
