@@ -1,0 +1,563 @@
+"""The endpoint agent: a thin layer between the station's kernel TCP and the routing core.
+
+It is the ``nodes.core.runtime.Endpoint`` of a station (every kernel packet passes
+``on_outbound``, every packet for the kernel ``on_inbound``; timers keyed ``("endpoint", ...)``),
+and it is sans-I/O: time comes with each call, packets are bytes, effects are actions
+(``ToNetwork``, ``ToKernel``, ``Drop``, ``SetTimer``, ``CancelTimer``). The only other seam is
+``KernelTcp`` (nodes.tcpctl.kernelseam), through which it asks the kernel's BPF side to snapshot,
+restore or set cwnd/ssthresh; a fake stands in for it in the unit tests.
+
+What it does (Liu & Singh 2001 section III: "a thin layer between TCP and IP ... spoofs TCP"):
+
+- tracks every TCP connection of the station by 4-tuple, in both directions, from the packets
+  it sees; keeps copies of the unacknowledged segments the local kernel sent (bounded);
+- holds the local sender by rewriting the advertised window of the ACKs it delivers to zero (the
+  kernel enters persist; Linux turns its retransmission timer into zero-window probes that are
+  not RTO timeouts) and releases it with a window update;
+- ELFN freeze/thaw (Yu 2004 section 3.1): hold, withhold the kernel's segments, probe every
+  ``t_thaw`` with the copy of the segment ``thaw_seqno``, thaw on the first ACK with the old or
+  default congestion state; EPLN Algorithm 2 (``epln_notice``) on top of it;
+- retransmits a segment from its copy; withholds chosen duplicate ACKs or synthesizes extra ones;
+  sets or clears ECN marks; builds ICMP Destination Unreachable for the local sender;
+- writes/reads/echoes Route-control marks (route-number and NEW; packets.py says where).
+
+Hooks (subscribe with ``agent.hooks.subscribe(name, fn)``; fn gets keyword arguments and may
+return actions): ``tcp_ack`` (conn, ack, acked_bytes, rc_echo, rc_mark, now_ns),
+``tcp_dupack`` (conn, ack, count, now_ns), ``tcp_unreachable`` (conn, code, seq, now_ns),
+``tcp_segment_sent`` (conn, seq, length, retransmission, now_ns), ``tcp_timeout`` (conn, n_rto,
+info, now_ns; from the kernel's RTO callback, polled every ``poll_ns``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Literal
+
+from nodes.core.clock import NS_PER_MS, NS_PER_S
+from nodes.core.events import Action, CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
+from nodes.core.hooks import Hooks
+from nodes.tcpctl import packets as P
+from nodes.tcpctl.kernelseam import KernelTcp, NullKernel
+
+log = logging.getLogger(__name__)
+
+ENDPOINT = "endpoint"
+HOOKS = ("tcp_ack", "tcp_dupack", "tcp_unreachable", "tcp_segment_sent", "tcp_timeout")
+Restore = Literal["old", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentParams:
+    t_thaw_ns: int = 2 * NS_PER_S
+    """ELFN probing interval: "starts a timer called a thaw timer with timeout 2 s" (Yu 2004 s3.1)."""
+    max_segments: int = 1024
+    """Copies of unacknowledged segments kept per connection (oldest evicted first)."""
+    max_conns: int = 1024
+    poll_ns: int = 100 * NS_PER_MS
+    """How often the kernel's RTO counter is polled when ``tcp_timeout`` has subscribers."""
+    mtu: int = 1500
+    route_control: bool = False
+    """Mark outgoing TCP with the route-number (S2) and echo RR-number/NR in ACKs (R1)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ConnId:
+    """A TCP connection seen from this station: local end first."""
+
+    local_ip: bytes
+    local_port: int
+    remote_ip: bytes
+    remote_port: int
+
+    def __str__(self) -> str:
+        a = ".".join(map(str, self.local_ip))
+        b = ".".join(map(str, self.remote_ip))
+        return f"{a}:{self.local_port}->{b}:{self.remote_port}"
+
+
+class HoldMode(IntEnum):
+    PERSIST = 1
+    """ATCP disconnected: window 0, the kernel's own persist probes pass (Liu & Singh s IV)."""
+    QUIET = 2
+    """ATCP loss: window 0, the kernel's segments are discarded; the agent retransmits."""
+    FROZEN = 3
+    """ELFN: window 0, the kernel's segments are withheld; the agent probes every t_thaw."""
+
+
+ReleaseOn = Literal["never", "new_ack", "any_ack"]
+
+
+@dataclass(slots=True)
+class Hold:
+    mode: HoldMode
+    release_on: ReleaseOn
+    restore: Restore | None = None  # FROZEN: what thaw restores
+    thaw_seqno: int | None = None
+    lost_pkt: list[int] = field(default_factory=list)  # EPLN Algorithm 2
+    since_ns: int = 0
+    probes: int = 0
+
+
+@dataclass(slots=True)
+class EcnRule:
+    ip_ecn: int | None = None  # set the IP ECN codepoint
+    set_flags: int = 0  # TCP flags to set (ECE, CWR)
+    clear_flags: int = 0
+
+
+@dataclass(slots=True)
+class Conn:
+    id: ConnId
+    created_ns: int
+    snd_una: int | None = None  # highest cumulative ACK from the remote end
+    snd_nxt: int | None = None  # highest end sequence the local kernel sent
+    rcv_nxt: int | None = None  # highest end sequence the remote end sent
+    segments: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
+    last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received
+    last_window: int | None = None  # its raw window field
+    dupacks: int = 0
+    hold: Hold | None = None
+    withhold_dupacks: frozenset[int] = frozenset()
+    ecn_in: EcnRule | None = None
+    ecn_out: EcnRule | None = None
+    rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
+    n_rto_seen: int = 0
+    stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("seg_out", "seg_in", "kernel_rexmt", "agent_rexmt", "probes", "dupacks", "dupacks_withheld",
+         "dupacks_added", "window_rewrites", "withheld_out", "copies_evicted"), 0))
+
+
+class EndpointAgent:
+    """The station's endpoint agent (implements ``nodes.core.runtime.Endpoint``)."""
+
+    def __init__(self, station_ip: bytes, params: AgentParams | None = None, kernel: KernelTcp | None = None,
+                 hooks: Hooks | None = None, logger: logging.Logger | None = None) -> None:
+        self.ip = station_ip
+        self.params = params or AgentParams()
+        self.kernel: KernelTcp = kernel or NullKernel()
+        self.hooks = hooks or Hooks()
+        self.hooks.declare(*HOOKS)
+        self.log = logger or log
+        self.conns: dict[ConnId, Conn] = {}
+        self.route_numbers: dict[bytes, int] = {}
+        self.counters: dict[str, int] = {"non_tcp": 0, "conns_evicted": 0}
+        self._polling = False
+
+    # ================================================================ Endpoint seam
+    def on_outbound(self, packet: bytes, now_ns: int) -> list[Action]:
+        t = P.parse_tcp(packet)
+        if t is None:
+            self.counters["non_tcp"] += 1
+            return [ToNetwork(packet)]
+        cid = ConnId(t.src, t.sport, t.dst, t.dport)
+        c = self._conn(cid, now_ns)
+        out: list[Action] = []
+        c.stats["seg_out"] += 1
+        retrans = False
+        if t.seg_len:
+            retrans = c.snd_nxt is not None and P.seq_lt(t.seq, c.snd_nxt)
+            if retrans:
+                c.stats["kernel_rexmt"] += 1
+            if c.snd_nxt is None or P.seq_lt(c.snd_nxt, t.end_seq):
+                c.snd_nxt = t.end_seq
+            if c.snd_una is None:
+                c.snd_una = t.seq
+            if t.seq not in c.segments:
+                c.segments[t.seq] = packet
+                if len(c.segments) > self.params.max_segments:
+                    c.segments.popitem(last=False)
+                    c.stats["copies_evicted"] += 1
+            if c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET):
+                c.stats["withheld_out"] += 1
+                return [Drop(packet, "tcpctl_withheld")]
+        buf = bytearray(packet)
+        if c.ecn_out is not None:
+            self._apply_ecn(buf, c.ecn_out)
+        if self.params.route_control:
+            P.write_rc_mark(buf, self.route_numbers.get(t.dst, 0), False)
+            if c.rx_mark is not None and t.flags & P.ACK:
+                echoed = P.add_rc_echo(buf, c.rx_mark[0], c.rx_mark[1], self.params.mtu)
+                if echoed is not None:
+                    buf = bytearray(echoed)
+        if t.seg_len and self.hooks.has_subscribers("tcp_segment_sent"):
+            out += self.hooks.emit("tcp_segment_sent", conn=cid, seq=t.seq, length=t.payload_len,
+                                   retransmission=retrans, now_ns=now_ns)
+        out.append(ToNetwork(bytes(buf)))
+        return out
+
+    def on_inbound(self, packet: bytes, now_ns: int) -> list[Action]:
+        t = P.parse_tcp(packet)
+        if t is None:
+            du = P.parse_icmp_unreach(packet)
+            if du is not None:
+                code, q = du
+                cid = ConnId(q.src, q.sport, q.dst, q.dport)
+                if cid in self.conns and self.hooks.has_subscribers("tcp_unreachable"):
+                    acts = self.hooks.emit("tcp_unreachable", conn=cid, code=code, seq=q.seq, now_ns=now_ns)
+                    # A subscriber that handles it (ATCP) returns at least one action; the
+                    # ICMP is then consumed, as ATCP's atcp_notify() consumes it.
+                    if acts:
+                        return acts + [Drop(packet, "tcpctl_icmp_consumed")]
+            self.counters["non_tcp"] += 1
+            return [ToKernel(packet)]
+        cid = ConnId(t.dst, t.dport, t.src, t.sport)
+        c = self._conn(cid, now_ns)
+        c.stats["seg_in"] += 1
+        out: list[Action] = []
+        if t.seg_len:
+            if c.rcv_nxt is None or P.seq_lt(c.rcv_nxt, t.end_seq):
+                c.rcv_nxt = t.end_seq
+            mark = P.read_rc_mark(packet) if self.params.route_control else None
+            if mark is not None:
+                c.rx_mark = mark
+        elif c.rcv_nxt is None:
+            c.rcv_nxt = t.seq
+        if t.flags & P.ACK and not t.flags & P.SYN:
+            verdict = self._on_ack(c, t, packet, now_ns, out)
+            if verdict is _DONE:
+                return out
+            if verdict is not None:
+                return out + [verdict]
+        elif t.flags & P.ACK:
+            c.last_ack_pkt, c.last_window = packet, t.window
+            c.snd_una = t.ack
+        buf = bytearray(packet)
+        if c.hold is not None and t.flags & P.ACK:
+            P.set_window(buf, 0)
+            c.stats["window_rewrites"] += 1
+        if c.ecn_in is not None:
+            self._apply_ecn(buf, c.ecn_in)
+        out.append(ToKernel(bytes(buf)))
+        return out
+
+    def on_timer(self, key: Hashable, now_ns: int) -> list[Action]:
+        assert isinstance(key, tuple)
+        kind = key[1]
+        if kind == "thaw":
+            c = self.conns.get(key[2])
+            if c is None or c.hold is None or c.hold.mode != HoldMode.FROZEN:
+                return []
+            return self._probe(c, now_ns)
+        if kind == "poll":
+            return self._poll(now_ns)
+        return []
+
+    # ================================================================ primitives (API)
+    def hold(self, cid: ConnId, mode: HoldMode, now_ns: int, release_on: ReleaseOn = "never") -> list[Action]:
+        """Hold the local sender: the ACKs it gets advertise window 0 (the kernel enters persist).
+        A zero-window ACK is injected at once so the kernel stops sending now."""
+        c = self.conns[cid]
+        if c.hold is None:
+            c.hold = Hold(mode, release_on, since_ns=now_ns)
+        else:
+            c.hold.mode, c.hold.release_on = mode, release_on
+        ack = self._synth_ack(c, window=0)
+        return [ToKernel(ack)] if ack else []
+
+    def release(self, cid: ConnId, now_ns: int) -> list[Action]:
+        """End a hold with a window update (a copy of the last real ACK, real window)."""
+        c = self.conns[cid]
+        if c.hold is None:
+            return []
+        c.hold = None
+        acts: list[Action] = [CancelTimer((ENDPOINT, "thaw", cid))]
+        ack = self._synth_ack(c, window=None)
+        if ack:
+            acts.append(ToKernel(ack))
+        return acts
+
+    def freeze(self, cid: ConnId, now_ns: int, restore: Restore = "old", thaw_seqno: int | None = None) -> list[Action]:
+        """ELFN freeze: snapshot the kernel's state, hold, probe every t_thaw; thaw on an ACK."""
+        c = self.conns[cid]
+        if c.hold is not None and c.hold.mode == HoldMode.FROZEN:
+            return []
+        self.kernel.snapshot(cid)
+        acts = self.hold(cid, HoldMode.FROZEN, now_ns, "any_ack")
+        assert c.hold is not None
+        c.hold.restore = restore
+        c.hold.thaw_seqno = thaw_seqno if thaw_seqno is not None else c.snd_una
+        acts.append(SetTimer((ENDPOINT, "thaw", cid), now_ns + self.params.t_thaw_ns))
+        return acts
+
+    def thaw(self, cid: ConnId, now_ns: int, restore: Restore | None = None) -> list[Action]:
+        """Thaw now (ELFN's melt): restore the kernel's state, release with a window update."""
+        c = self.conns[cid]
+        if c.hold is None or c.hold.mode != HoldMode.FROZEN:
+            return []
+        mode = restore or c.hold.restore or "old"
+        lost = list(c.hold.lost_pkt)
+        self.kernel.restore(cid, mode)
+        acts = self.release(cid, now_ns)
+        return acts + self._retransmit_lost(c, lost)
+
+    def retransmit(self, cid: ConnId, seq: int, now_ns: int) -> list[Action]:
+        """Send the agent's copy of the segment starting at ``seq`` (or containing it)."""
+        c = self.conns.get(cid)
+        if c is None:
+            return []
+        pkt = c.segments.get(seq)
+        if pkt is None:
+            for s, p in c.segments.items():
+                v = P.parse_tcp(p)
+                if v is not None and P.seq_le(s, seq) and P.seq_lt(seq, v.end_seq):
+                    pkt = p
+                    break
+        if pkt is None or (c.snd_una is not None and P.seq_le(P.parse_tcp(pkt).end_seq, c.snd_una)):  # type: ignore[union-attr]
+            return []
+        c.stats["agent_rexmt"] += 1
+        return [ToNetwork(self._mark(pkt))]
+
+    def retransmit_unacked(self, cid: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
+        """ATCP loss state: "transmits the unacknowledged segments from TCP's send buffer"."""
+        c = self.conns[cid]
+        out: list[Action] = []
+        for seq in list(c.segments)[:limit]:
+            out += self.retransmit(cid, seq, now_ns)
+        return out
+
+    def add_dupacks(self, cid: ConnId, n: int) -> list[Action]:
+        """Deliver ``n`` extra copies of the last ACK to the local kernel (duplicate ACKs)."""
+        c = self.conns[cid]
+        ack = self._synth_ack(c, window=0 if c.hold else None)
+        if ack is None:
+            return []
+        c.stats["dupacks_added"] += n
+        return [ToKernel(ack) for _ in range(n)]
+
+    def set_withhold_dupacks(self, cid: ConnId, counts: frozenset[int] | set[int]) -> None:
+        """Withhold the k-th duplicate ACK of every run, for k in ``counts`` (ATCP: {3})."""
+        self.conns[cid].withhold_dupacks = frozenset(counts)
+
+    def set_ecn(self, cid: ConnId, direction: Literal["in", "out"], ip_ecn: int | None = None,
+                ece: bool | None = None, cwr: bool | None = None) -> None:
+        """Rewrite ECN marks of this connection's packets from now on (None: leave alone)."""
+        rule = EcnRule(ip_ecn)
+        for flag, want in ((P.ECE, ece), (P.CWR, cwr)):
+            if want is True:
+                rule.set_flags |= flag
+            elif want is False:
+                rule.clear_flags |= flag
+        c = self.conns[cid]
+        if direction == "in":
+            c.ecn_in = rule
+        else:
+            c.ecn_out = rule
+
+    def clear_ecn(self, cid: ConnId) -> None:
+        c = self.conns[cid]
+        c.ecn_in = c.ecn_out = None
+
+    def unreachable(self, cid: ConnId, code: int = P.ICMP_HOST_UNREACH, from_ip: bytes | None = None) -> list[Action]:
+        """An ICMP Destination Unreachable to the local sender about its latest segment."""
+        c = self.conns[cid]
+        ref = next(reversed(c.segments.values()), None) if c.segments else None
+        if ref is None:
+            ref = P.build_tcp(cid.local_ip, cid.remote_ip, cid.local_port, cid.remote_port,
+                              c.snd_nxt or 0, c.rcv_nxt or 0, P.ACK, 0)
+        return [ToKernel(P.icmp_dest_unreachable(ref, from_ip or self.ip, code))]
+
+    def set_cwnd(self, cid: ConnId, cwnd: int, ssthresh: int = 0) -> list[Action]:
+        """Set the kernel's cwnd (segments) and/or ssthresh. The congestion control executes it at
+        the next ACK the kernel processes; when the sender is held, a zero-window ACK is injected
+        so that happens now."""
+        self.kernel.set_cwnd(cid, cwnd, ssthresh)
+        c = self.conns[cid]
+        if c.hold is not None:
+            ack = self._synth_ack(c, window=0)
+            return [ToKernel(ack)] if ack else []
+        return []
+
+    # ---------------------------------------------------------------- EPLN (Yu 2004 Alg. 2)
+    def epln_notice(self, cid: ConnId, seq: int, pkt_lost: bool, now_ns: int) -> list[Action]:
+        """Algorithm 2 at the TCP sender, for one ICMP (seq, pkt_lost) from the network."""
+        c = self.conns.get(cid)
+        if c is None or c.snd_una is None or c.snd_nxt is None:
+            return []
+        # "if not (seqno > highest_ack_ and seqno <= highest_ack_ + window()) then free(p)"
+        if P.seq_lt(seq, c.snd_una) or not P.seq_lt(seq, c.snd_nxt):
+            return []
+        out: list[Action] = []
+        fresh = c.hold is None or c.hold.mode != HoldMode.FROZEN
+        if fresh:  # "if not frozen() then freeze()"; the thaw timer was idle
+            out += self.freeze(cid, now_ns, restore="old", thaw_seqno=seq)
+            if pkt_lost:
+                out += self.retransmit(cid, seq, now_ns)
+            return out
+        h = c.hold
+        assert h is not None and h.thaw_seqno is not None
+        if P.seq_lt(seq, h.thaw_seqno):
+            h.thaw_seqno = seq
+            if pkt_lost:
+                out += self.retransmit(cid, seq, now_ns)
+        elif seq == h.thaw_seqno:
+            if pkt_lost:
+                out += self.retransmit(cid, seq, now_ns)
+        elif pkt_lost and seq not in h.lost_pkt:
+            h.lost_pkt.append(seq)
+        return out
+
+    # ---------------------------------------------------------------- Route-control
+    def route_number(self, dst: bytes) -> int:
+        return self.route_numbers.get(dst, 0)
+
+    def bump_route_number(self, dst: bytes) -> int:
+        """S3: "When an ACK is received from d with RR-number = s_d and NR = 1, route-number is
+        incremented" (the extension decides; this only counts)."""
+        self.route_numbers[dst] = (self.route_numbers.get(dst, 0) + 1) & P.RC_ROUTE_MASK
+        return self.route_numbers[dst]
+
+    # ---------------------------------------------------------------- timeouts from the kernel
+    def start_polling(self, now_ns: int) -> list[Action]:
+        """Poll the kernel's per-connection RTO counter (``tcp_timeout`` hook)."""
+        self._polling = True
+        return [SetTimer((ENDPOINT, "poll"), now_ns + self.params.poll_ns)]
+
+    def _poll(self, now_ns: int) -> list[Action]:
+        out: list[Action] = []
+        for cid, c in list(self.conns.items()):
+            st = self.kernel.state(cid)
+            if st is None:
+                continue
+            n = int(st.get("n_rto", 0))
+            if n > c.n_rto_seen:
+                c.n_rto_seen = n
+                out += self.hooks.emit("tcp_timeout", conn=cid, n_rto=n, info=st, now_ns=now_ns)
+        if self._polling:
+            out.append(SetTimer((ENDPOINT, "poll"), now_ns + self.params.poll_ns))
+        return out
+
+    # ================================================================ internals
+    def _conn(self, cid: ConnId, now_ns: int) -> Conn:
+        c = self.conns.get(cid)
+        if c is None:
+            if len(self.conns) >= self.params.max_conns:
+                victim = min(self.conns.values(), key=lambda x: x.created_ns)
+                if victim.hold is None:
+                    del self.conns[victim.id]
+                    self.counters["conns_evicted"] += 1
+            c = self.conns[cid] = Conn(cid, now_ns)
+        return c
+
+    def _on_ack(self, c: Conn, t: P.TcpView, packet: bytes, now_ns: int, out: list[Action]) -> Action | None:
+        """Bookkeeping for an ACK from the remote end; returns a verdict to end processing."""
+        acked = 0
+        new_ack = c.snd_una is None or P.seq_lt(c.snd_una, t.ack)
+        if new_ack:
+            acked = 0 if c.snd_una is None else (t.ack - c.snd_una) & 0xFFFFFFFF
+            c.snd_una = t.ack
+            c.dupacks = 0
+            for s in list(c.segments):
+                v = P.parse_tcp(c.segments[s])
+                if v is not None and P.seq_le(v.end_seq, t.ack):
+                    del c.segments[s]
+        is_dup = (not new_ack and t.payload_len == 0 and not t.flags & (P.SYN | P.FIN | P.RST)
+                  and t.ack == c.snd_una and t.window == c.last_window
+                  and c.snd_nxt is not None and c.snd_nxt != c.snd_una)
+        c.last_ack_pkt, c.last_window = packet, t.window
+        echo = P.read_rc_echo(packet) if self.params.route_control else None
+        mark = P.read_rc_mark(packet) if self.params.route_control else None
+        if new_ack and self.hooks.has_subscribers("tcp_ack"):
+            out += self.hooks.emit("tcp_ack", conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo,
+                                   rc_mark=mark, now_ns=now_ns)
+        if is_dup:
+            c.dupacks += 1
+            c.stats["dupacks"] += 1
+            if self.hooks.has_subscribers("tcp_dupack"):
+                out += self.hooks.emit("tcp_dupack", conn=c.id, ack=t.ack, count=c.dupacks, rc_echo=echo,
+                                       rc_mark=mark, now_ns=now_ns)
+        h = c.hold
+        if h is not None:
+            if h.mode == HoldMode.FROZEN:
+                # ELFN: "restores ... when an ACK arrives"; forward that ACK as received.
+                mode = h.restore or "old"
+                lost = list(h.lost_pkt)
+                self.kernel.restore(c.id, mode)
+                c.hold = None
+                out.append(CancelTimer((ENDPOINT, "thaw", c.id)))
+                self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
+                out.append(ToKernel(self._ecn_in(c, packet)))
+                out += self._retransmit_lost(c, lost)
+                return _DONE
+            if h.release_on == "any_ack" or (h.release_on == "new_ack" and new_ack):
+                c.hold = None
+                out.append(ToKernel(self._ecn_in(c, packet)))
+                return _DONE
+        if is_dup and c.dupacks in c.withhold_dupacks:
+            c.stats["dupacks_withheld"] += 1
+            return Drop(packet, "tcpctl_dupack_withheld")
+        return None
+
+    def _ecn_in(self, c: Conn, packet: bytes) -> bytes:
+        if c.ecn_in is None:
+            return packet
+        buf = bytearray(packet)
+        self._apply_ecn(buf, c.ecn_in)
+        return bytes(buf)
+
+    def _retransmit_lost(self, c: Conn, lost: list[int]) -> list[Action]:
+        # Algorithm 2: "for all seqno in lost_pkt do if seqno > last_ack_ then output(seqno)"
+        out: list[Action] = []
+        for s in lost:
+            if c.snd_una is None or P.seq_le(c.snd_una, s):
+                out += self.retransmit(c.id, s, 0)
+        return out
+
+    def _probe(self, c: Conn, now_ns: int) -> list[Action]:
+        assert c.hold is not None
+        out: list[Action] = [SetTimer((ENDPOINT, "thaw", c.id), now_ns + self.params.t_thaw_ns)]
+        seq = c.hold.thaw_seqno if c.hold.thaw_seqno is not None else c.snd_una
+        if seq is not None:
+            probe = self.retransmit(c.id, seq, now_ns)
+            if not probe and c.snd_una is not None:
+                probe = self.retransmit(c.id, c.snd_una, now_ns)
+            if probe:
+                c.hold.probes += 1
+                c.stats["probes"] += 1
+                c.stats["agent_rexmt"] -= 1
+            out += probe
+        return out
+
+    def _mark(self, pkt: bytes) -> bytes:
+        if not self.params.route_control:
+            return pkt
+        buf = bytearray(pkt)
+        P.write_rc_mark(buf, self.route_numbers.get(bytes(pkt[16:20]), 0), False)
+        return bytes(buf)
+
+    def _synth_ack(self, c: Conn, window: int | None) -> bytes | None:
+        """A copy of the last ACK from the remote end (timestamps included), window replaced."""
+        if c.last_ack_pkt is None:
+            return None
+        t = P.parse_tcp(c.last_ack_pkt)
+        assert t is not None
+        opts = b""
+        if t.ts_val is not None and t.ts_ecr is not None:
+            opts = P.timestamp_option(t.ts_val, t.ts_ecr)
+        seq = c.rcv_nxt if c.rcv_nxt is not None else t.end_seq
+        return P.build_tcp(c.id.remote_ip, c.id.local_ip, c.id.remote_port, c.id.local_port, seq,
+                           c.snd_una if c.snd_una is not None else t.ack, P.ACK,
+                           t.window if window is None else window, opts)
+
+    @staticmethod
+    def _apply_ecn(buf: bytearray, rule: EcnRule) -> None:
+        if rule.ip_ecn is not None:
+            P.set_ip_ecn(buf, rule.ip_ecn)
+        if rule.set_flags or rule.clear_flags:
+            P.set_tcp_flags(buf, rule.set_flags, rule.clear_flags)
+
+    # ================================================================ introspection
+    def snapshot(self) -> dict[str, Any]:
+        return {str(cid): {"snd_una": c.snd_una, "snd_nxt": c.snd_nxt, "copies": len(c.segments),
+                           "hold": None if c.hold is None else c.hold.mode.name, **c.stats}
+                for cid, c in self.conns.items()}
+
+
+class _Done:
+    """Sentinel verdict: the ACK was already forwarded (or consumed) by ``_on_ack``."""
+
+
+_DONE: Any = _Done()

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Kernel-side cross-layer control of Linux TCP (issue 5; docs/tcpctl.md, docs/fidelity.md).
+ *
+ * Two parts share the per-connection maps `tcpctl_ctl` (commands, written by the endpoint agent)
+ * and `tcpctl_st` (state, written here):
+ *
+ *  - `tcpctl_sockops`, a cgroup sock_ops program: per connection of a registered network
+ *    namespace it enables the RTO, RETRANS, STATE and RTT callbacks, keeps the srtt range, logs
+ *    every RTO expiration, and applies the RTO policy by capping the next backoff with
+ *    TCP_RTO_MAX_MS (Linux 6.15), which tcp_retransmit_timer() applies right after
+ *    BPF_SOCK_OPS_RTO_CB:  icsk_rto = min(icsk_rto << 1, rto_max).
+ *      * fixed_after_two (Dyer & Boppana): "after two consecutive timeouts, stop doubling the
+ *        RTO until the retransmitted packet is acknowledged" -> at the 2nd expiration,
+ *        rto_max = icsk_rto.
+ *      * abra (Ghanem 2008 section 3): "RTO_new = backoff_new x RTO_current,
+ *        backoff_new = 1 + (last_srtt - min_srtt)/(max_srtt - min_srtt)" -> rto_max =
+ *        backoff_new x icsk_rto at every expiration; "when an ACK covers the retransmission,
+ *        return to the saved state with cwnd/2 and ssthresh/4" -> a pending restore that the
+ *        controllable congestion control below executes.
+ *
+ *  - `mtctl`, a struct_ops tcp_congestion_ops: Reno (the kernel's own tcp_reno_* kfuncs) that
+ *    also executes the agent's commands (snapshot at an ELFN freeze, restore old/default at the
+ *    thaw, set cwnd/ssthresh for ATCP and ABRA). Only a congestion control may write snd_cwnd.
+ *    The loader renames it per run (mtctl_<runid>).
+ */
+#include "common.bpf.h"
+#include "tcpctl.h"
+
+char _license[] SEC("license") = "GPL";
+
+extern unsigned int CONFIG_HZ __kconfig;
+
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+#define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);   /* netns cookie of a station */
+	__type(value, __u32); /* station id */
+} tcpctl_netns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tcpctl_key);
+	__type(value, struct tcpctl_ctl);
+} tcpctl_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tcpctl_key);
+	__type(value, struct tcpctl_st);
+} tcpctl_st SEC(".maps");
+
+static __always_inline __u32 jiffies_to_us(__u32 j)
+{
+	return j * (1000000 / CONFIG_HZ);
+}
+
+static __always_inline void key_of(const struct sock *sk, struct tcpctl_key *k)
+{
+	k->netns = sk->__sk_common.skc_net.net->net_cookie;
+	k->saddr = sk->__sk_common.skc_rcv_saddr;
+	k->daddr = sk->__sk_common.skc_daddr;
+	k->sport = sk->__sk_common.skc_num;
+	k->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	k->pad = 0;
+}
+
+/* ------------------------------------------------------------------ sock_ops */
+
+static __always_inline void set_rto_max(struct bpf_sock_ops *skops, struct tcpctl_st *st, __u32 ms)
+{
+	int v = ms;
+
+	if (v < 1000)
+		v = 1000; /* the kernel's floor for TCP_RTO_MAX_MS */
+	if (bpf_setsockopt(skops, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
+		st->setsockopt_err++;
+	else
+		st->rto_max_ms = v;
+}
+
+static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *tp,
+				   struct tcpctl_st *st, const struct tcpctl_ctl *ctl)
+{
+	__u32 rto_us = jiffies_to_us(skops->args[1]);
+	__u32 srtt_us = skops->srtt_us >> 3;
+	__u32 i = st->n_rto % TCPCTL_RTO_LOG;
+	__u32 next_us = 0;
+
+	if (st->consec_rto == 0) {
+		/* ABRA: "save cwnd, ssthresh and srtt as last_cwnd, last_ssthr, last_srtt when the
+		 * retransmission timer expires" (first expiration of a series: the state before it). */
+		st->series_una = skops->snd_una;
+		st->last_cwnd = skops->snd_cwnd;
+		st->last_ssthresh = skops->snd_ssthresh;
+		st->last_srtt_us = srtt_us;
+	}
+	st->consec_rto++;
+	st->rto_us = rto_us;
+
+	if (ctl && ctl->policy == POLICY_FIXED_AFTER_TWO && st->consec_rto >= 2) {
+		/* "the RTO is not doubled a second time and remains fixed until the route is
+		 * reestablished and the retransmitted packet is acknowledged" */
+		next_us = rto_us;
+	} else if (ctl && ctl->policy == POLICY_ABRA) {
+		__u32 mn = ctl->abra_min_srtt_us, mx = ctl->abra_max_srtt_us;
+		__u64 f1000;
+
+		if (st->min_srtt_us && st->min_srtt_us < mn)
+			mn = st->min_srtt_us;
+		if (st->max_srtt_us > mx)
+			mx = st->max_srtt_us;
+		/* backoff_new = 1 + (last_srtt - min_srtt) / (max_srtt - min_srtt), in [1, 2] */
+		if (mx > mn && st->last_srtt_us > mn)
+			f1000 = 1000 + ((__u64)(st->last_srtt_us - mn) * 1000) / (mx - mn);
+		else
+			f1000 = 1000;
+		if (f1000 > 2000)
+			f1000 = 2000;
+		next_us = (__u32)(((__u64)rto_us * f1000) / 1000);
+	}
+	if (next_us)
+		set_rto_max(skops, st, (next_us + 999) / 1000);
+	st->rto_ts_ns[i & (TCPCTL_RTO_LOG - 1)] = bpf_ktime_get_ns();
+	st->rto_log_us[i & (TCPCTL_RTO_LOG - 1)] = rto_us;
+	st->rto_next_us[i & (TCPCTL_RTO_LOG - 1)] = next_us;
+	st->n_rto++;
+}
+
+static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcpctl_st *st,
+				   const struct tcpctl_ctl *ctl)
+{
+	__u32 srtt_us = skops->srtt_us >> 3;
+
+	st->n_rtt++;
+	st->srtt_us = srtt_us;
+	if (srtt_us) {
+		if (!st->min_srtt_us || srtt_us < st->min_srtt_us)
+			st->min_srtt_us = srtt_us;
+		if (srtt_us > st->max_srtt_us)
+			st->max_srtt_us = srtt_us;
+	}
+	if (st->consec_rto && after32(skops->snd_una, st->series_una)) {
+		/* "When an ACK covers the retransmission" */
+		st->consec_rto = 0;
+		st->recoveries++;
+		if (st->rto_max_ms && st->rto_max_ms != DEFAULT_RTO_MAX_MS)
+			set_rto_max(skops, st, DEFAULT_RTO_MAX_MS);
+		if (ctl && ctl->policy == POLICY_ABRA) {
+			/* "return to the saved state with cwnd/2 and ssthresh/4" */
+			st->pending_cwnd = st->last_cwnd / 2 ? st->last_cwnd / 2 : 1;
+			st->pending_ssthresh = st->last_ssthresh / 4 >= 2 ? st->last_ssthresh / 4 : 2;
+			st->pending = 1;
+		}
+	}
+}
+
+SEC("sockops")
+int tcpctl_sockops(struct bpf_sock_ops *skops)
+{
+	struct tcpctl_key k = {};
+	struct tcpctl_st *st;
+	struct tcpctl_ctl *ctl;
+	struct tcp_sock *tp;
+	struct bpf_sock *bsk;
+	__u32 op = skops->op;
+
+	if (skops->family != AF_INET)
+		return 1;
+	bsk = skops->sk;
+	if (!bsk)
+		return 1;
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!tp)
+		return 1;
+	key_of((struct sock *)tp, &k);
+	if (!bpf_map_lookup_elem(&tcpctl_netns, &k.netns))
+		return 1;
+
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB || op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
+		struct tcpctl_st zero = {};
+
+		bpf_map_update_elem(&tcpctl_st, &k, &zero, BPF_ANY);
+		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTO_CB_FLAG | BPF_SOCK_OPS_RETRANS_CB_FLAG |
+							 BPF_SOCK_OPS_STATE_CB_FLAG | BPF_SOCK_OPS_RTT_CB_FLAG);
+		return 1;
+	}
+	st = bpf_map_lookup_elem(&tcpctl_st, &k);
+	if (!st)
+		return 1;
+	ctl = bpf_map_lookup_elem(&tcpctl_ctl, &k);
+	switch (op) {
+	case BPF_SOCK_OPS_RTO_CB:
+		on_rto(skops, tp, st, ctl);
+		break;
+	case BPF_SOCK_OPS_RTT_CB:
+		on_rtt(skops, st, ctl);
+		break;
+	case BPF_SOCK_OPS_RETRANS_CB:
+		st->n_retrans++;
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		st->state = skops->args[1];
+		break;
+	}
+	return 1;
+}
+
+/* ------------------------------------------------------------------ controllable Reno */
+
+static __always_inline void set_cw(struct tcp_sock *tp, struct tcpctl_st *st, __u32 cwnd, __u32 ssthresh)
+{
+	if (cwnd) {
+		tp->snd_cwnd = cwnd;
+		st->applied_cwnd = cwnd;
+	}
+	if (ssthresh) {
+		tp->snd_ssthresh = ssthresh;
+		st->applied_ssthresh = ssthresh;
+	}
+}
+
+/* Execute a new command or a pending restore; in cong_avoid (the last writer of cwnd while
+ * an ACK is processed) re-assert what was applied earlier in the same ACK, so loss recovery
+ * code between in_ack_event and cong_avoid cannot undo it. Returns 1 if cwnd was set. */
+static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
+{
+	struct tcp_sock *tp = tp_of(sk);
+	struct tcpctl_key k = {};
+	struct tcpctl_ctl *ctl;
+	struct tcpctl_st *st;
+
+	key_of(sk, &k);
+	st = bpf_map_lookup_elem(&tcpctl_st, &k);
+	if (!st)
+		return 0;
+	st->ca_seen = 1;
+	ctl = bpf_map_lookup_elem(&tcpctl_ctl, &k);
+	if (ctl && ctl->cmd_seq != st->cmd_done) {
+		st->cmd_done = ctl->cmd_seq;
+		switch (ctl->cmd) {
+		case CMD_SNAPSHOT:
+			st->frz_cwnd = tp->snd_cwnd;
+			st->frz_ssthresh = tp->snd_ssthresh;
+			st->frz_srtt_us = tp->srtt_us >> 3;
+			st->frz_rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
+			break;
+		case CMD_RESTORE_OLD:
+			set_cw(tp, st, st->frz_cwnd, st->frz_ssthresh);
+			st->armed = 1;
+			break;
+		case CMD_RESTORE_DEFAULT:
+			set_cw(tp, st, 2, st->frz_ssthresh);
+			st->armed = 1;
+			break;
+		case CMD_SET:
+			set_cw(tp, st, ctl->arg_cwnd, ctl->arg_ssthresh);
+			st->armed = 1;
+			break;
+		}
+	}
+	if (st->pending) {
+		set_cw(tp, st, st->pending_cwnd, st->pending_ssthresh);
+		st->pending = 0;
+		st->armed = 1;
+	}
+	if (in_cong_avoid && st->armed) {
+		set_cw(tp, st, st->applied_cwnd, st->applied_ssthresh);
+		st->armed = 0;
+		return 1;
+	}
+	return 0;
+}
+
+SEC("struct_ops/mtctl_init")
+void BPF_PROG(mtctl_init, struct sock *sk)
+{
+}
+
+SEC("struct_ops/mtctl_in_ack_event")
+void BPF_PROG(mtctl_in_ack_event, struct sock *sk, __u32 flags)
+{
+	ctl_apply(sk, 0);
+}
+
+SEC("struct_ops/mtctl_cong_avoid")
+void BPF_PROG(mtctl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	if (ctl_apply(sk, 1))
+		return;
+	tcp_reno_cong_avoid(sk, ack, acked);
+}
+
+SEC("struct_ops/mtctl_ssthresh")
+__u32 BPF_PROG(mtctl_ssthresh, struct sock *sk)
+{
+	return tcp_reno_ssthresh(sk);
+}
+
+SEC("struct_ops/mtctl_undo_cwnd")
+__u32 BPF_PROG(mtctl_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops mtctl = {
+	.init = (void *)mtctl_init,
+	.in_ack_event = (void *)mtctl_in_ack_event,
+	.cong_avoid = (void *)mtctl_cong_avoid,
+	.ssthresh = (void *)mtctl_ssthresh,
+	.undo_cwnd = (void *)mtctl_undo_cwnd,
+	.name = "mtctl",
+};
