@@ -264,7 +264,8 @@ def summary_csv(exp_dir: Path, rows: list[RunRow]) -> str:
     return buf.getvalue()
 
 
-def _write_if_changed(path: Path, text: str) -> bool:
+def write_if_changed(path: Path, text: str) -> bool:
+    """Replace ``path`` atomically with ``text`` unless it already holds exactly that; True if written."""
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
     tmp = path.with_name(f".{path.name}.tmp")
@@ -282,8 +283,8 @@ def aggregate(exp_dir: Path) -> dict[Path, bool]:
             shutil.copyfile(copies[0], exp_dir / SWEEP_COPY)
     rows = load_runs(exp_dir)
     return {
-        exp_dir / "aggregate.csv": _write_if_changed(exp_dir / "aggregate.csv", aggregate_csv(exp_dir, rows)),
-        exp_dir / "summary.csv": _write_if_changed(exp_dir / "summary.csv", summary_csv(exp_dir, rows)),
+        exp_dir / "aggregate.csv": write_if_changed(exp_dir / "aggregate.csv", aggregate_csv(exp_dir, rows)),
+        exp_dir / "summary.csv": write_if_changed(exp_dir / "summary.csv", summary_csv(exp_dir, rows)),
     }
 
 

@@ -73,7 +73,8 @@ def test_compare_ghanem_with_fake_runs(tmp_path: Path) -> None:
     assert by_key["dsr-fixed_rto-2"].agrees == "no"
     assert by_key["dsr-abra-20"].agrees == "no"  # paper: -1.0 (no effect), ours +10 %
 
-    md = compare(exp_dir).read_text()
+    md = compare(exp_dir)[0].read_text()
+    assert compare(exp_dir)[1] is False  # unchanged the second time
     assert "| AODV abra vs NewReno, max speed 10 m/s (Table 1) | +26.6 % | +10.0 % | 1 | 4 | yes |" in md
     assert (exp_dir / "ghanem2008-throughput.png").stat().st_size > 1000
     assert (exp_dir / "ghanem2008-claims.png").exists()
