@@ -1,0 +1,55 @@
+"""The smoke sweep end to end, for real: ``python -m experiments.sweep experiments/sweeps/smoke.yaml``
+runs both points (real namespaces, kernel TCP, the medium), aggregates them, and a second
+invocation skips both (resume). About 25 s per invocation pair on 2 cores."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.netns, pytest.mark.timeout(180)]
+
+
+def sweep(out: Path) -> dict[str, object]:
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.sweep",
+            "experiments/sweeps/smoke.yaml",
+            "--out",
+            str(out),
+            "--json-report",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    report: dict[str, object] = json.loads(res.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_smoke_sweep_runs_aggregates_and_resumes(tmp_path: Path) -> None:
+    first = sweep(tmp_path)
+    assert first["ran"] == 2 and first["completed"] == 2 and first["skipped"] == 0
+    with open(tmp_path / "smoke" / "aggregate.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2
+    for row in rows:
+        assert float(row["throughput_total_bps"]) > 0, row
+        assert row["tcp_timeouts_total"] != ""  # read from nstat
+        assert (tmp_path / "smoke" / row["run_dir"] / "sweep-point.json").exists()
+    with open(tmp_path / "smoke" / "summary.csv", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 2
+
+    second = sweep(tmp_path)
+    assert second["ran"] == 0 and second["skipped"] == 2
