@@ -489,3 +489,27 @@ def test_unknown_hook_name_is_an_error() -> None:
     c = core(3)
     with pytest.raises(KeyError):
         c.ctx.hooks.subscribe("on_link_falure", lambda **kw: None)
+
+
+def test_gdwn_route_still_forwards_data_and_returns_to_valid_on_new_route() -> None:
+    c = core(3)
+    e = c.table.add(RouteEntry(9, 4, 2, 10, True, 5000 * MS))
+    c.table.set_state(e, RouteState.GDWN, 0)  # what Klemm's extension does
+    (s,) = sends(c.on_event(FromAir(data(1, 9), 2, 3), 0))
+    assert s.frame.next_hop == 4
+    rrep = Rrep(dest_ip=ip(9), dest_seq_no=11, orig_ip=ip(3), lifetime_ms=3000, hop_count=1)
+    c.on_event(air(rrep, 5, to=3), MS)
+    e2 = c.table.usable(9, MS)
+    assert e2 is not None and e2.state is RouteState.VALID and e2.next_hop == 5
+
+
+def test_rrep_veto_hook_ignores_reply() -> None:
+    c = core(1)
+    c.on_event(FromLocal(data(1, 9)), 0)
+    c.ctx.hooks.subscribe(
+        "on_route_reply", lambda rrep, prev_hop, decision, now_ns: setattr(decision, "accept", False)
+    )
+    rrep = Rrep(dest_ip=ip(9), dest_seq_no=4, orig_ip=ip(1), lifetime_ms=11200, hop_count=2)
+    acts = c.on_event(air(rrep, 2, to=1), MS)
+    assert sends(acts) == [] and c.table.usable(9, MS) is None
+    assert 9 in c.requests
