@@ -529,6 +529,9 @@ class Testbed:
             for fl in self.flows:
                 traffic.stop_proc(fl.client, grace_s=1.0)
                 traffic.stop_proc(fl.server, grace_s=0.5)
+            for fl in self.flows:  # what interrupted flows got to write
+                if fl.client is not None and not fl.done:
+                    self._finish_flow(fl)
             for p in self.captures:
                 traffic.stop_proc(p, grace_s=1.0)
             if self.zygote is not None and self.zygote.poll() is None:
@@ -669,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         help="override a scenario field, e.g. --set traffic.tcp[0].cc=cubic (value parsed as YAML)",
     )
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     signal.signal(signal.SIGTERM, _raise_exit)
     signal.signal(signal.SIGHUP, _raise_exit)
     overrides = None
