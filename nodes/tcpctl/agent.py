@@ -100,6 +100,7 @@ class Hold:
     lost_pkt: list[int] = field(default_factory=list)  # EPLN Algorithm 2
     since_ns: int = 0
     probes: int = 0
+    probe_seq: int | None = None  # sequence number of the last probe sent
 
 
 @dataclass(slots=True)
@@ -118,6 +119,7 @@ class Conn:
     rcv_nxt: int | None = None  # highest end sequence the remote end sent
     segments: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
     last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received
+    last_out_pkt: bytes | None = None  # last segment (with ACK) the local kernel sent
     last_window: int | None = None  # its raw window field
     dupacks: int = 0
     hold: Hold | None = None
@@ -174,6 +176,13 @@ class EndpointAgent:
             if c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET):
                 c.stats["withheld_out"] += 1
                 return [Drop(packet, "tcpctl_withheld")]
+        elif (c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET)
+              and c.snd_una is not None and t.seq == (c.snd_una - 1) & 0xFFFFFFFF):
+            # the kernel's own zero-window probe (RFC 9293 3.8.6.1): ELFN's frozen sender is silent
+            c.stats["withheld_out"] += 1
+            return [Drop(packet, "tcpctl_withheld")]
+        if t.flags & P.ACK and not t.flags & (P.SYN | P.RST):
+            c.last_out_pkt = packet
         buf = bytearray(packet)
         if c.ecn_out is not None:
             self._apply_ecn(buf, c.ecn_out)
@@ -472,7 +481,13 @@ class EndpointAgent:
         h = c.hold
         if h is not None:
             if h.mode == HoldMode.FROZEN:
-                # ELFN: "restores ... when an ACK arrives"; forward that ACK as received.
+                # ELFN: "At 103.695992 s, node 0 receives the ACK for packet 39 [the probe] and
+                # restores". ACKs that were in flight when the sender froze do not thaw it; they
+                # only move thaw_seqno forward. The thawing ACK is forwarded as received.
+                if h.probe_seq is None or not P.seq_lt(h.probe_seq, t.ack):
+                    if h.thaw_seqno is not None and c.snd_una is not None and P.seq_lt(h.thaw_seqno, c.snd_una):
+                        h.thaw_seqno = c.snd_una
+                    return None
                 mode = h.restore or "old"
                 lost = list(h.lost_pkt)
                 self.kernel.restore(c.id, mode)
@@ -510,16 +525,32 @@ class EndpointAgent:
         assert c.hold is not None
         out: list[Action] = [SetTimer((ENDPOINT, "thaw", c.id), now_ns + self.params.t_thaw_ns)]
         seq = c.hold.thaw_seqno if c.hold.thaw_seqno is not None else c.snd_una
+        probe: list[Action] = []
         if seq is not None:
             probe = self.retransmit(c.id, seq, now_ns)
-            if not probe and c.snd_una is not None:
-                probe = self.retransmit(c.id, c.snd_una, now_ns)
+            if not probe and c.snd_una is not None and seq != c.snd_una:
+                seq = c.snd_una
+                probe = self.retransmit(c.id, seq, now_ns)
             if probe:
-                c.hold.probes += 1
-                c.stats["probes"] += 1
                 c.stats["agent_rexmt"] -= 1
-            out += probe
-        return out
+        if not probe and c.snd_una is not None and c.last_out_pkt is not None:
+            # Nothing unacknowledged to send: a zero-window-style probe (seq = snd_una - 1, no
+            # data), which the receiver must answer with an ACK (RFC 9293 section 3.10.7.4).
+            seq = (c.snd_una - 1) & 0xFFFFFFFF
+            probe = [ToNetwork(self._mark(self._window_probe(c, seq)))]
+        if probe:
+            c.hold.probes += 1
+            c.hold.probe_seq = seq
+            c.stats["probes"] += 1
+        return out + probe
+
+    def _window_probe(self, c: Conn, seq: int) -> bytes:
+        assert c.last_out_pkt is not None
+        t = P.parse_tcp(c.last_out_pkt)
+        assert t is not None
+        opts = P.timestamp_option(t.ts_val, t.ts_ecr) if t.ts_val is not None and t.ts_ecr is not None else b""
+        return P.build_tcp(c.id.local_ip, c.id.remote_ip, c.id.local_port, c.id.remote_port, seq,
+                           c.rcv_nxt if c.rcv_nxt is not None else t.ack, P.ACK, t.window, opts)
 
     def _mark(self, pkt: bytes) -> bytes:
         if not self.params.route_control:

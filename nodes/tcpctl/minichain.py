@@ -73,6 +73,8 @@ class MiniChain:
         self.ip("b", f"addr add {B_IP}/32 dev b0")
         self.ip("b", f"route add {A_IP}/32 dev b0")
         self.ip("b", f"neigh add {A_IP} lladdr {MAC['r1']} dev b0 nud permanent")
+        self.ip("b", "route add 10.0.2.254/32 dev b0")
+        self.ip("b", f"neigh add 10.0.2.254 lladdr {MAC['r1']} dev b0 nud permanent")
         # A: its IP input on a0 is dropped (the TunShell's packet socket sees frames first)
         self.exec("a", "nft add table netdev mtt")
         self.exec("a", "nft add chain netdev mtt in { type filter hook ingress device a0 priority 0 ; policy drop ; }")
