@@ -18,7 +18,9 @@ def ensure_binary() -> None:
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT / "medium", check=True)
 
 
-def write_result(name: str, value: float, unit: str, target: str, meets: bool, command: str, **extra: object) -> Path:
+def write_result(
+    name: str, value: float, unit: str, target: str, meets: bool, command: str, **extra: object
+) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{name}.json"
     rec = {

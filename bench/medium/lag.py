@@ -63,7 +63,9 @@ def main() -> int:
     ap.add_argument("--side", type=int, default=10, help="grid side (side^2 stations)")
     ap.add_argument("--flows", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rt-priority", type=int, default=None, help="run the medium SCHED_FIFO at this priority")
+    ap.add_argument(
+        "--rt-priority", type=int, default=None, help="run the medium SCHED_FIFO at this priority"
+    )
     args = ap.parse_args()
     ensure_binary()
     rng = random.Random(args.seed)
@@ -78,7 +80,8 @@ def main() -> int:
             "out_dir": str(dd / "out"),
             "radio": {"preset": "ns2-wavelan"},
             "stations": [
-                {"id": i + 1, "trajectory": [[0.0, 150.0 * (i % args.side), 150.0 * (i // args.side)]]} for i in range(n)
+                {"id": i + 1, "trajectory": [[0.0, 150.0 * (i % args.side), 150.0 * (i // args.side)]]}
+                for i in range(n)
             ],
         }
         (dd / "m.json").write_text(json.dumps(cfg))
@@ -158,8 +161,10 @@ def main() -> int:
         f"p99 {lag['p99_ns'] / 1e3:.0f} us, max {lag['max_ns'] / 1e3:.0f} us "
         f"(target p99 < {TARGET_NS / 1e3:.0f} us): {'OK' if meets else 'MISSED'}"
     )
-    print(f"flow goodput total {goodput / 1e6:.3f} Mbit/s, frames acked {c['frames']['acked']}, "
-          f"broadcasts {c['frames']['sent_broadcast']}, failed {c['frames']['failed']}")
+    print(
+        f"flow goodput total {goodput / 1e6:.3f} Mbit/s, frames acked {c['frames']['acked']}, "
+        f"broadcasts {c['frames']['sent_broadcast']}, failed {c['frames']['failed']}"
+    )
     path = write_result(
         "medium_lag_p99",
         lag["p99_ns"] / 1e3,

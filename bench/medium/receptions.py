@@ -42,14 +42,29 @@ def main() -> int:
     for s in rng.sample(range(args.stations), args.senders):
         d = min((j for j in range(args.stations) if j != s), key=lambda j: math.dist(pos[s], pos[j]))
         sat.append({"src": s + 1, "dst": d + 1, "len": 1000})
-    cfg = {"run_id": "bench1", "seed": args.seed, "radio": {"preset": "ns2-wavelan"}, "stations": stations, "saturated": sat}
+    cfg = {
+        "run_id": "bench1",
+        "seed": args.seed,
+        "radio": {"preset": "ns2-wavelan"},
+        "stations": stations,
+        "saturated": sat,
+    }
     with tempfile.TemporaryDirectory() as d:
         cp = Path(d) / "c.json"
         cp.write_text(json.dumps(cfg))
         out = Path(d) / "counters.json"
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(
-            [str(BINARY), "--config", str(cp), "--virtual", "--duration", str(args.duration), "--counters", str(out)],
+            [
+                str(BINARY),
+                "--config",
+                str(cp),
+                "--virtual",
+                "--duration",
+                str(args.duration),
+                "--counters",
+                str(out),
+            ],
             check=True,
         )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

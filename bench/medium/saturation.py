@@ -108,7 +108,16 @@ def measure(n: int, payload: int, rts: bool, duration: float, seed: int) -> floa
         cp.write_text(json.dumps(cfg))
         out = Path(d) / "counters.json"
         subprocess.run(
-            [str(BINARY), "--config", str(cp), "--virtual", "--duration", str(duration), "--counters", str(out)],
+            [
+                str(BINARY),
+                "--config",
+                str(cp),
+                "--virtual",
+                "--duration",
+                str(duration),
+                "--counters",
+                str(out),
+            ],
             check=True,
         )
         c = json.loads(out.read_text())
@@ -125,7 +134,9 @@ def main() -> int:
     ensure_binary()
     rows = []
     worst = 0.0
-    print(f"{'n':>3} {'access':>8} {'medium Mbit/s':>14} {'Bianchi Mbit/s':>15} {'tau':>7} {'p':>7} {'error':>7}")
+    print(
+        f"{'n':>3} {'access':>8} {'medium Mbit/s':>14} {'Bianchi Mbit/s':>15} {'tau':>7} {'p':>7} {'error':>7}"
+    )
     for rts in (False, True):
         for n in (int(x) for x in args.ns.split(",")):
             meas = measure(n, args.payload, rts, args.duration, args.seed)
@@ -133,8 +144,20 @@ def main() -> int:
             err = (meas - model) / model
             worst = max(worst, abs(err))
             access = "rts/cts" if rts else "basic"
-            print(f"{n:>3} {access:>8} {meas / 1e6:>14.4f} {model / 1e6:>15.4f} {tau:>7.4f} {p:>7.4f} {err:>+7.2%}")
-            rows.append({"n": n, "access": access, "measured_bps": meas, "bianchi_bps": model, "tau": tau, "p": p, "rel_error": err})
+            print(
+                f"{n:>3} {access:>8} {meas / 1e6:>14.4f} {model / 1e6:>15.4f} {tau:>7.4f} {p:>7.4f} {err:>+7.2%}"
+            )
+            rows.append(
+                {
+                    "n": n,
+                    "access": access,
+                    "measured_bps": meas,
+                    "bianchi_bps": model,
+                    "tau": tau,
+                    "p": p,
+                    "rel_error": err,
+                }
+            )
     meets = worst <= 0.05
     print(f"worst relative error {worst:.2%} (target <= 5%): {'OK' if meets else 'MISSED'}")
     path = write_result(

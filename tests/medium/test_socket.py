@@ -152,7 +152,7 @@ def test_disconnect_affects_only_its_station(medium: Medium) -> None:
 
 
 def test_control_ops(medium: Medium) -> None:
-    r1, r2 = mm.Router(medium.sock, 1), mm.Router(medium.sock, 2)
+    r1, _r2 = mm.Router(medium.sock, 1), mm.Router(medium.sock, 2)
     ctl = medium.control()
     assert ctl.call(op="move", station=2, x=0.0, y=900.0)["ok"]
     r1.send_tx(1, 2, b"a")
@@ -206,8 +206,18 @@ def test_replay_of_realtime_log_is_identical(medium: Medium, tmp_path: Path) -> 
     log = medium.dir / "out" / "events.log"
     replay = tmp_path / "replay.log"
     subprocess.run(
-        [str(BINARY), "--config", str(medium.dir / "medium.json"), "--virtual", "--offered", str(log),
-         "--event-log", str(replay), "--counters", str(tmp_path / "replay.json")],
+        [
+            str(BINARY),
+            "--config",
+            str(medium.dir / "medium.json"),
+            "--virtual",
+            "--offered",
+            str(log),
+            "--event-log",
+            str(replay),
+            "--counters",
+            str(tmp_path / "replay.json"),
+        ],
         check=True,
     )
     assert log.read_text() == replay.read_text()
