@@ -51,11 +51,11 @@ def ip_packet(size: int, src: int = 1, dst: int = 3) -> bytes:
     return bytes(hdr) + bytes(size - 20)
 
 
-def make_router(real_devices: bool, mirror: bool) -> tuple[Router, socket.socket]:
+def make_router(real_devices: bool, mirror: bool, out_dir: str) -> tuple[Router, socket.socket]:
     config = {
         "run_id": "bench", "station_id": 2, "n_stations": 3, "seed": 1,
         "medium_socket": "unused", "protocol": {"name": "static", "params": {}, "routes": {}},
-        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": tempfile.mkdtemp(prefix="mtt-bench-"), "mirror": mirror,
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": out_dir, "mirror": mirror,
     }
     log = logging.getLogger("nodes.router.sta2")
     r = Router(config, log)
@@ -73,7 +73,12 @@ def make_router(real_devices: bool, mirror: bool) -> tuple[Router, socket.socket
 
 
 def measure(n: int, size: int, real_devices: bool, mirror: bool) -> tuple[float, dict[str, object]]:
-    r, medium = make_router(real_devices, mirror)
+    with tempfile.TemporaryDirectory(prefix="mtt-bench-") as out_dir:
+        return _measure(n, size, real_devices, mirror, out_dir)
+
+
+def _measure(n: int, size: int, real_devices: bool, mirror: bool, out_dir: str) -> tuple[float, dict[str, object]]:
+    r, medium = make_router(real_devices, mirror, out_dir)
     packet = ip_packet(size)
     seq = 0
     cpu = 0
@@ -120,7 +125,12 @@ def medium_lockstep(sock: socket.socket, n: int, packet: bytes) -> None:
 def measure_loop(n: int, size: int, real_devices: bool, mirror: bool) -> tuple[float, dict[str, object]]:
     """The real daemon loop (``Router.serve``: asyncio, epoll, timers, counters file) with the
     medium in a child process; the router process's CPU time per forwarded packet."""
-    r, medium = make_router(real_devices, mirror)
+    with tempfile.TemporaryDirectory(prefix="mtt-bench-") as out_dir:
+        return _measure_loop(n, size, real_devices, mirror, out_dir)
+
+
+def _measure_loop(n: int, size: int, real_devices: bool, mirror: bool, out_dir: str) -> tuple[float, dict[str, object]]:
+    r, medium = make_router(real_devices, mirror, out_dir)
     packet = ip_packet(size)
     pid = os.fork()
     if pid == 0:  # the medium

@@ -85,7 +85,9 @@ class FakeMedium:
         return self
 
     def stop(self) -> None:
-        """Close every connection (routers see the medium go away) and the listener."""
+        """Close every connection (routers see the medium go away) and the listener. Idempotent."""
+        if self._stop:
+            return
         self._stop = True
         os.write(self._wake_w, b"x")
         if self._thread is not None:
