@@ -1,0 +1,262 @@
+"""The endpoint agent in virtual time (sans-I/O): tracking, hold/release, ELFN freeze/probe/thaw,
+EPLN Algorithm 2, retransmission from copies, dupACK withholding, ECN, ICMP, Route-control marks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodes.core.clock import NS_PER_MS, NS_PER_S
+from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
+from nodes.tcpctl import packets as P
+from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, HoldMode
+from nodes.tcpctl.api import TcpControl
+from nodes.tcpctl.kernelseam import Abra, FakeKernel, FixedAfterTwo
+
+A, B = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 3])
+AP, BP = 40000, 5201
+CID = ConnId(A, AP, B, BP)
+MSS = 1000
+ISS, IRS = 1_000_000, 5_000_000
+
+
+def data(i: int, ts: int = 100) -> bytes:
+    """The i-th data segment A -> B (seq ISS + i*MSS)."""
+    return P.build_tcp(A, B, AP, BP, ISS + i * MSS, IRS, P.ACK | P.PSH, 500, P.timestamp_option(ts, 7),
+                       bytes([i & 0xFF]) * MSS, ip_id=i)
+
+
+def ack(n: int, window: int = 500, ts: int = 7) -> bytes:
+    """B's ACK for the first n segments."""
+    return P.build_tcp(B, A, BP, AP, IRS, ISS + n * MSS, P.ACK, window, P.timestamp_option(ts, 100))
+
+
+def kinds(acts: list[Any]) -> list[str]:
+    return [type(a).__name__ for a in acts]
+
+
+@pytest.fixture
+def kern() -> FakeKernel:
+    return FakeKernel()
+
+
+@pytest.fixture
+def agent(kern: FakeKernel) -> EndpointAgent:
+    ag = EndpointAgent(A, AgentParams(), kernel=kern)
+    ag.on_inbound(ack(0), 0)  # the connection exists, snd_una = ISS
+    for i in range(5):
+        assert ag.on_outbound(data(i), 0) == [ToNetwork(data(i))]
+    return ag
+
+
+def test_tracks_and_frees_copies(agent: EndpointAgent) -> None:
+    c = agent.conns[CID]
+    assert (c.snd_una, c.snd_nxt, len(c.segments)) == (ISS, ISS + 5 * MSS, 5)
+    assert agent.on_inbound(ack(2), NS_PER_MS) == [ToKernel(ack(2))]
+    assert list(c.segments) == [ISS + 2 * MSS, ISS + 3 * MSS, ISS + 4 * MSS]
+
+
+def test_copies_are_bounded(kern: FakeKernel) -> None:
+    ag = EndpointAgent(A, AgentParams(max_segments=3), kernel=kern)
+    for i in range(5):
+        ag.on_outbound(data(i), 0)
+    assert list(ag.conns[CID].segments) == [ISS + 2 * MSS, ISS + 3 * MSS, ISS + 4 * MSS]
+    assert ag.conns[CID].stats["copies_evicted"] == 2
+
+
+def test_retransmit_sends_the_copy(agent: EndpointAgent) -> None:
+    assert agent.retransmit(CID, ISS + 3 * MSS, 0) == [ToNetwork(data(3))]
+    assert agent.retransmit(CID, ISS + 3 * MSS + 10, 0) == [ToNetwork(data(3))]  # inside the segment
+    agent.on_inbound(ack(4), 0)
+    assert agent.retransmit(CID, ISS + 3 * MSS, 0) == []  # already acknowledged
+
+
+def test_dupacks_counted_and_third_withheld(agent: EndpointAgent) -> None:
+    seen: list[int] = []
+    agent.hooks.subscribe("tcp_dupack", lambda **kw: seen.append(kw["count"]))
+    agent.set_withhold_dupacks(CID, {3})
+    agent.on_inbound(ack(1), 0)
+    out = [agent.on_inbound(ack(1), i) for i in range(1, 5)]
+    assert seen == [1, 2, 3, 4]
+    assert out[0] == [ToKernel(ack(1))]
+    assert kinds(out[2]) == ["Drop"]
+    assert out[3] == [ToKernel(ack(1))]
+    extra = agent.add_dupacks(CID, 2)
+    assert kinds(extra) == ["ToKernel", "ToKernel"]
+    assert P.parse_tcp(extra[0].packet).ack == ISS + MSS  # type: ignore[union-attr]
+
+
+def test_hold_rewrites_windows_and_release_restores(agent: EndpointAgent) -> None:
+    acts = agent.hold(CID, HoldMode.PERSIST, 0)
+    (zw,) = acts
+    assert isinstance(zw, ToKernel)
+    v = P.parse_tcp(zw.packet)
+    assert v is not None and v.window == 0 and v.ack == ISS and v.ts_val == 7
+    assert P.tcp_checksum_ok(zw.packet)
+    (fwd,) = agent.on_inbound(ack(1), 1)
+    assert isinstance(fwd, ToKernel) and P.parse_tcp(fwd.packet).window == 0  # type: ignore[union-attr]
+    # PERSIST lets the kernel's probes out
+    assert kinds(agent.on_outbound(data(5), 2)) == ["ToNetwork"]
+    rel = agent.release(CID, 3)
+    assert kinds(rel) == ["CancelTimer", "ToKernel"]
+    assert P.parse_tcp(rel[1].packet).window == 500  # type: ignore[union-attr]
+
+
+def test_elfn_freeze_probe_thaw_old(agent: EndpointAgent, kern: FakeKernel) -> None:
+    t0 = 10 * NS_PER_S
+    acts = agent.freeze(CID, t0, restore="old")
+    assert kern.calls == [("snapshot", CID)]
+    assert kinds(acts) == ["ToKernel", "SetTimer"]
+    assert acts[1] == SetTimer(("endpoint", "thaw", CID), t0 + 2 * NS_PER_S)
+    # frozen: the kernel's retransmission is withheld
+    assert kinds(agent.on_outbound(data(0), t0 + 1)) == ["Drop"]
+    # an ACK that was in flight does not thaw; it moves thaw_seqno and is delivered with window 0
+    (late,) = agent.on_inbound(ack(1), t0 + 2)
+    assert P.parse_tcp(late.packet).window == 0  # type: ignore[union-attr]
+    assert kern.calls == [("snapshot", CID)]
+    # every 2 s: the probe is the copy of thaw_seqno's segment
+    probe = agent.on_timer(("endpoint", "thaw", CID), t0 + 2 * NS_PER_S)
+    assert probe == [SetTimer(("endpoint", "thaw", CID), t0 + 4 * NS_PER_S), ToNetwork(data(1))]
+    probe2 = agent.on_timer(("endpoint", "thaw", CID), t0 + 4 * NS_PER_S)
+    assert probe2[1] == ToNetwork(data(1))
+    # the probe's ACK thaws: restore, forward unmodified, stop the thaw timer
+    out = agent.on_inbound(ack(2), t0 + 4 * NS_PER_S + 5 * NS_PER_MS)
+    assert kern.calls[-1] == ("restore", CID, "old")
+    assert out == [CancelTimer(("endpoint", "thaw", CID)), ToKernel(ack(2))]
+    assert agent.conns[CID].hold is None
+    assert agent.conns[CID].stats["probes"] == 2
+
+
+def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
+    agent.freeze(CID, 0, restore="default")
+    agent.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    agent.on_inbound(ack(1), 2 * NS_PER_S + 1)
+    assert kern.calls[-1] == ("restore", CID, "default")
+
+
+def test_probe_without_outstanding_data_is_a_window_probe(kern: FakeKernel) -> None:
+    ag = EndpointAgent(A, kernel=kern)
+    ag.on_inbound(ack(0), 0)
+    ag.on_outbound(data(0), 0)
+    ag.on_inbound(ack(1), 1)
+    ag.freeze(CID, 2)
+    (_, probe) = ag.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    v = P.parse_tcp(probe.packet)  # type: ignore[union-attr]
+    assert v is not None and v.seq == ISS + MSS - 1 and v.payload_len == 0
+    out = ag.on_inbound(ack(1), 2 * NS_PER_S + 3)  # the receiver answers with snd_una
+    assert kinds(out) == ["CancelTimer", "ToKernel"]
+
+
+# EPLN Algorithm 2: (notices as (segment index, pkt_lost)) -> (retransmitted, thaw_seqno, lost_pkt)
+EPLN_CASES = [
+    ([(2, True)], [2], 2, []),
+    ([(2, False)], [], 2, []),
+    ([(2, True), (1, True)], [2, 1], 1, []),
+    ([(2, True), (2, True)], [2, 2], 2, []),
+    ([(2, True), (4, True), (3, True), (4, True)], [2], 2, [4, 3]),
+    ([(2, False), (3, True)], [], 2, [3]),
+    ([(7, True)], [], None, []),  # beyond snd_nxt: "free(p)"
+]
+
+
+@pytest.mark.parametrize("notices,rexmt,thaw,lost", EPLN_CASES)
+def test_epln_algorithm2(agent: EndpointAgent, notices: list[tuple[int, bool]], rexmt: list[int],
+                         thaw: int | None, lost: list[int]) -> None:
+    sent: list[int] = []
+    for i, is_lost in notices:
+        for a in agent.epln_notice(CID, ISS + i * MSS, is_lost, 0):
+            if isinstance(a, ToNetwork):
+                sent.append((P.parse_tcp(a.packet).seq - ISS) // MSS)  # type: ignore[union-attr]
+    assert sent == rexmt
+    h = agent.conns[CID].hold
+    if thaw is None:
+        assert h is None
+        return
+    assert h is not None and h.thaw_seqno == ISS + thaw * MSS
+    assert h.lost_pkt == [ISS + i * MSS for i in lost]
+
+
+def test_epln_melt_retransmits_lost_pkt(agent: EndpointAgent, kern: FakeKernel) -> None:
+    agent.epln_notice(CID, ISS + 1 * MSS, True, 0)
+    agent.epln_notice(CID, ISS + 3 * MSS, True, 0)
+    agent.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    out = agent.on_inbound(ack(2), 2 * NS_PER_S + 1)
+    assert out[-1] == ToNetwork(data(3))
+    assert kern.calls[-1] == ("restore", CID, "old")
+
+
+def test_atcp_disconnect_on_unreachable(agent: EndpointAgent, kern: FakeKernel) -> None:
+    api = TcpControl(agent)
+    api.on_unreachable(lambda conn, now_ns, **_: api.atcp_disconnect(conn, now_ns))
+    icmp = P.icmp_dest_unreachable(data(4), bytes([10, 0, 0, 2]))
+    out = agent.on_inbound(icmp, 5)
+    assert kinds(out) == ["ToKernel", "ToKernel", "Drop"]  # zero-window ACK, nudge, ICMP consumed
+    assert kern.calls[-1] == ("set_cwnd", CID, 1, 0)
+    assert agent.conns[CID].hold is not None and agent.conns[CID].hold.mode == HoldMode.PERSIST  # type: ignore[union-attr]
+    assert kinds(agent.on_outbound(data(0), 6)) == ["ToNetwork"]  # the kernel's probe goes out
+    assert agent.on_inbound(ack(0), 7) == [ToKernel(ack(0))]  # answered: released, unmodified
+    assert agent.conns[CID].hold is None
+
+
+def test_unreachable_builds_icmp_for_the_local_sender(agent: EndpointAgent) -> None:
+    (a,) = agent.unreachable(CID, P.ICMP_HOST_UNREACH)
+    assert isinstance(a, ToKernel)
+    code, q = P.parse_icmp_unreach(a.packet)  # type: ignore[misc]
+    assert (code, q.src, q.sport, q.dst, q.dport, q.seq) == (1, A, AP, B, BP, ISS + 4 * MSS)
+
+
+def test_ecn_rules(agent: EndpointAgent) -> None:
+    agent.set_ecn(CID, "in", ip_ecn=P.ECN_CE, ece=True)
+    (a,) = agent.on_inbound(ack(1), 0)
+    v = P.parse_tcp(a.packet)  # type: ignore[union-attr]
+    assert v is not None and v.flags & P.ECE and P.ip_ecn(a.packet) == P.ECN_CE  # type: ignore[union-attr]
+    assert P.tcp_checksum_ok(a.packet)  # type: ignore[union-attr]
+    agent.clear_ecn(CID)
+    assert agent.on_inbound(ack(2), 0) == [ToKernel(ack(2))]
+
+
+def test_route_control_marks_and_echo(kern: FakeKernel) -> None:
+    snd = EndpointAgent(A, AgentParams(route_control=True), kernel=kern)
+    rcv = EndpointAgent(B, AgentParams(route_control=True))
+    snd.bump_route_number(B)
+    (out,) = snd.on_outbound(data(0), 0)
+    assert P.read_rc_mark(out.packet) == (1, False)  # type: ignore[union-attr]
+    marked = bytearray(out.packet)  # type: ignore[union-attr]
+    P.write_rc_mark(marked, 1, True)  # an intermediate node set NEW
+    rcv.on_inbound(bytes(marked), 1)
+    (echoed,) = rcv.on_outbound(ack(1), 2)
+    assert P.read_rc_echo(echoed.packet) == (1, True)  # type: ignore[union-attr]
+    got: list[Any] = []
+    snd.hooks.subscribe("tcp_ack", lambda **kw: got.append((kw["rc_echo"], kw["rc_mark"])))
+    snd.on_inbound(echoed.packet, 3)  # type: ignore[union-attr]
+    assert got == [((1, True), (0, False))]
+
+
+def test_timeouts_polled_from_the_kernel(agent: EndpointAgent, kern: FakeKernel) -> None:
+    api = TcpControl(agent)
+    seen: list[int] = []
+    first = api.on_timeout(lambda **kw: seen.append(kw["n_rto"]), 0)
+    assert first == [SetTimer(("endpoint", "poll"), 100 * NS_PER_MS)]
+    kern.states[CID] = {"n_rto": 2}
+    out = agent.on_timer(("endpoint", "poll"), 100 * NS_PER_MS)
+    assert seen == [2]
+    assert out == [SetTimer(("endpoint", "poll"), 200 * NS_PER_MS)]
+    agent.on_timer(("endpoint", "poll"), 200 * NS_PER_MS)
+    assert seen == [2]
+
+
+def test_rto_policy_and_cwnd_reach_the_kernel(agent: EndpointAgent, kern: FakeKernel) -> None:
+    api = TcpControl(agent)
+    api.rto_policy(CID, Abra(0.1, 0.6))
+    api.rto_policy(CID, "fixed_after_two")
+    assert api.set_cwnd(CID, 4) == []  # not held: applied at the kernel's next ACK
+    assert kern.calls == [("set_policy", CID, Abra(0.1, 0.6)), ("set_policy", CID, FixedAfterTwo()),
+                          ("set_cwnd", CID, 4, 0)]
+
+
+def test_non_tcp_passes(agent: EndpointAgent) -> None:
+    udp = bytes(20)
+    assert agent.on_outbound(udp, 0) == [ToNetwork(udp)]
+    assert agent.on_inbound(udp, 0) == [ToKernel(udp)]
+    assert isinstance(Drop(b"", "x"), Drop)
