@@ -62,7 +62,7 @@ def checksum(data: bytes | bytearray | memoryview) -> int:
     """RFC 1071 Internet checksum of ``data``."""
     if len(data) % 2:
         data = bytes(data) + b"\x00"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF

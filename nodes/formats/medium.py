@@ -356,11 +356,11 @@ def scapy_layers() -> SimpleNamespace:
     )
     from scapy.packet import Packet, bind_layers
 
-    class LEFloatField(Field[float, float]):  # type: ignore[misc]
+    class LEFloatField(Field[float, float]):
         def __init__(self, name: str, default: float) -> None:
             Field.__init__(self, name, default, "<f")
 
-    class MediumHeader(Packet):  # type: ignore[misc]
+    class MediumHeader(Packet):
         name = "MediumHeader"
         fields_desc = [
             LEShortField("magic", MAGIC),
@@ -370,11 +370,11 @@ def scapy_layers() -> SimpleNamespace:
             LELongField("time_ns", 0),
         ]
 
-    class HelloLayer(Packet):  # type: ignore[misc]
+    class HelloLayer(Packet):
         name = "Hello"
         fields_desc = [LEIntField("station_id", 0), FlagsField("flags", 0, -32, ["promiscuous"])]
 
-    class TxLayer(Packet):  # type: ignore[misc]
+    class TxLayer(Packet):
         name = "Tx"
         fields_desc = [
             LELongField("cookie", 0),
@@ -386,15 +386,15 @@ def scapy_layers() -> SimpleNamespace:
             StrLenField("payload_bytes", b"", length_from=lambda p: p.len),
         ]
 
-    class SetPowerLayer(Packet):  # type: ignore[misc]
+    class SetPowerLayer(Packet):
         name = "SetPower"
         fields_desc = [LEIntField("neighbour", ALL_NEIGHBOURS), LEFloatField("tx_power_dbm", NAN)]
 
-    class ByeLayer(Packet):  # type: ignore[misc]
+    class ByeLayer(Packet):
         name = "Bye"
         fields_desc: list[Any] = []
 
-    class WelcomeLayer(Packet):  # type: ignore[misc]
+    class WelcomeLayer(Packet):
         name = "Welcome"
         fields_desc = [
             LEIntField("station_id", 0),
@@ -404,7 +404,7 @@ def scapy_layers() -> SimpleNamespace:
             LEIntField("reserved", 0),
         ]
 
-    class TxStatusLayer(Packet):  # type: ignore[misc]
+    class TxStatusLayer(Packet):
         name = "TxStatus"
         fields_desc = [
             LELongField("cookie", 0),
@@ -416,7 +416,7 @@ def scapy_layers() -> SimpleNamespace:
             LELongField("t_end_ns", 0),
         ]
 
-    class RxLayer(Packet):  # type: ignore[misc]
+    class RxLayer(Packet):
         name = "Rx"
         fields_desc = [
             LEIntField("src", 0),

@@ -204,8 +204,10 @@ class Router:
             log=self.log,
         )
         self.protocol = create_protocol(self.ctx, self.config["protocol"])
-        self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
+        # the runtime exists before extensions attach, so an endpoint agent (nodes.tcpctl) can be
+        # plugged into it first
         self.rt = NodeRuntime(self.ctx, self.protocol, self)
+        self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
         default_power = self.welcome.default_tx_power_dbm if self.welcome else math.nan
         if self.mirror_enabled and self.tap_fd >= 0:
             self.mirror = Mirror(self.station, self.freq_mhz, self.rate, default_power)
@@ -334,10 +336,10 @@ class Router:
         self._rx_seq = seq
         if mtype == wire.TX_STATUS:
             (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            frame = self.pending.pop(cookie, None)
-            if frame is None:
+            if cookie not in self.pending:
                 self._count_malformed("unknown_cookie")
                 return
+            frame = self.pending.pop(cookie)
             if status == wire.ACKED or status == wire.SENT:
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
                 return
