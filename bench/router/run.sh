@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Router CPU per forwarded data packet -> results/bench/router_cpu_per_packet.json
+# Router benchmarks -> results/bench/router_cpu_per_packet.json (+ router_startup_cpu.json and
+# router_idle_cpu.json as root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 bench/router/cpu_per_packet.py "$@"
+python3 bench/router/cpu_per_packet.py
+if [ "$(id -u)" = 0 ]; then
+  python3 bench/router/startup_idle.py -n 100 --idle-s 10
+fi

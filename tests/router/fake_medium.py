@@ -239,3 +239,28 @@ class FakeMedium:
             conn.sock.send(msg)
         except OSError:
             self.counters["send_errors"] += 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/router/fake_medium.py SOCKET N_STATIONS``: serve a chain until SIGTERM/SIGINT."""
+    import argparse
+    import signal
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("socket")
+    ap.add_argument("n_stations", type=int)
+    args = ap.parse_args(argv)
+    m = FakeMedium(args.socket, args.n_stations).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print("ready", flush=True)
+    stop.wait()
+    m.stop()
+    return 0
+
+
+if __name__ == "__main__":  # run with PYTHONPATH=<repository root>
+    import sys
+
+    sys.exit(main())
