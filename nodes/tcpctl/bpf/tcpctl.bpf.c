@@ -242,6 +242,10 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	if (!st)
 		return 0;
 	st->ca_seen = 1;
+	if (!in_cong_avoid && st->post_pending) {
+		st->post_cwnd = tp->snd_cwnd;
+		st->post_pending = 0;
+	}
 	ctl = bpf_map_lookup_elem(&tcpctl_ctl, &k);
 	if (ctl && ctl->cmd_seq != st->cmd_done) {
 		st->cmd_done = ctl->cmd_seq;
@@ -274,6 +278,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	if (in_cong_avoid && st->armed) {
 		set_cw(tp, st, st->applied_cwnd, st->applied_ssthresh);
 		st->armed = 0;
+		st->post_pending = 1;
 		return 1;
 	}
 	return 0;
