@@ -46,7 +46,7 @@ METRICS: Final[dict[str, str]] = {
     "bytes_received_total": "bytes received by the TCP sinks",
     "rto_per_100_pkts": "TCP timeouts per 100 delivered packets",
     "transfer_time_s": "time to deliver what the slowest flow delivered, s",
-    "flows_failed": "TCP flows with an error or no throughput",
+    "flows_failed": "TCP flows without a throughput figure",
 }
 
 _BASE_COLS: Final = ("experiment", "point_id", "index", "seed", "run_id", "run_dir", "duration_s", "n_flows")
@@ -84,7 +84,7 @@ def run_metrics(
             _num(f.get(x)) for x in ("throughput_bps", "tcp_timeouts", "retransmits", "bytes_received")
         )
         per_flow.append({"throughput_bps": thr, "tcp_timeouts": to, "retransmits": rtx})
-        if f.get("error") or math.isnan(thr):
+        if math.isnan(thr):  # iperf3 may report an error at the end and still have measured
             failed += 1
         if not math.isnan(to):
             timeouts_by_src[f.get("src")] = to
@@ -145,11 +145,14 @@ def load_runs(exp_dir: Path) -> list[RunRow]:
         if point is None or summary is None:
             continue
         metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
+        raw = dict(point.get("params") or {})
+        order = [a for a in point.get("axes") or [] if a in raw]
+        params = {a: raw[a] for a in order + sorted(set(raw) - set(order))}
         rows.append(
             RunRow(
                 pid,
                 int(point.get("index", 0)),
-                dict(point.get("params") or {}),
+                params,
                 int(point["seed"]),
                 run_dir,
                 summary,

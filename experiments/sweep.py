@@ -276,6 +276,7 @@ def run_points(
                     "scenario": sweep.scenario,
                     "sweep_file": sweep_file,
                     "params": o.point.params,
+                    "axes": list(o.point.params),  # the axis order (JSON objects are written sorted)
                     "overrides": o.point.overrides,
                     "seed": o.point.seed,
                     "attempt": o.attempts,

@@ -335,6 +335,7 @@ def test_aggregate_csv_and_summary_math(tmp_path: Path) -> None:
 
     rows = _read_csv(exp_dir / "aggregate.csv")
     assert len(rows) == len(points)
+    assert list(rows[0])[3:6] == ["routing.extensions", "traffic.tcp[0].max_window_pkts", "cc"]  # axis order
     r0 = rows[0]
     assert (
         r0["routing.extensions"] == "none"
@@ -387,7 +388,7 @@ def test_run_metrics_counts_timeouts_once_per_source_and_handles_missing_values(
     assert m["tcp_timeouts_total"] == 4.0  # station 1 counted once
     assert m["retransmits_total"] == 1.0
     assert math.isnan(m["routing_packets"])
-    assert m["flows_failed"] == 1.0
+    assert m["flows_failed"] == 1.0  # the flow without throughput, not the error string
     assert m["transfer_time_s"] == pytest.approx(1000 * 8 / 100.0)
     assert len(flows) == 3
 
