@@ -128,16 +128,37 @@ class Conn:
     ecn_out: EcnRule | None = None
     rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
     n_rto_seen: int = 0
-    stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("seg_out", "seg_in", "kernel_rexmt", "agent_rexmt", "probes", "dupacks", "dupacks_withheld",
-         "dupacks_added", "window_rewrites", "withheld_out", "copies_evicted"), 0))
+    stats: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            (
+                "seg_out",
+                "seg_in",
+                "kernel_rexmt",
+                "agent_rexmt",
+                "probes",
+                "dupacks",
+                "dupacks_withheld",
+                "dupacks_added",
+                "window_rewrites",
+                "withheld_out",
+                "copies_evicted",
+            ),
+            0,
+        )
+    )
 
 
 class EndpointAgent:
     """The station's endpoint agent (implements ``nodes.core.runtime.Endpoint``)."""
 
-    def __init__(self, station_ip: bytes, params: AgentParams | None = None, kernel: KernelTcp | None = None,
-                 hooks: Hooks | None = None, logger: logging.Logger | None = None) -> None:
+    def __init__(
+        self,
+        station_ip: bytes,
+        params: AgentParams | None = None,
+        kernel: KernelTcp | None = None,
+        hooks: Hooks | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
         self.ip = station_ip
         self.params = params or AgentParams()
         self.kernel: KernelTcp = kernel or NullKernel()
@@ -176,8 +197,12 @@ class EndpointAgent:
             if c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET):
                 c.stats["withheld_out"] += 1
                 return [Drop(packet, "tcpctl_withheld")]
-        elif (c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET)
-              and c.snd_una is not None and t.seq == (c.snd_una - 1) & 0xFFFFFFFF):
+        elif (
+            c.hold is not None
+            and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET)
+            and c.snd_una is not None
+            and t.seq == (c.snd_una - 1) & 0xFFFFFFFF
+        ):
             # the kernel's own zero-window probe (RFC 9293 3.8.6.1): ELFN's frozen sender is silent
             c.stats["withheld_out"] += 1
             return [Drop(packet, "tcpctl_withheld")]
@@ -193,8 +218,14 @@ class EndpointAgent:
                 if echoed is not None:
                     buf = bytearray(echoed)
         if t.seg_len and self.hooks.has_subscribers("tcp_segment_sent"):
-            out += self.hooks.emit("tcp_segment_sent", conn=cid, seq=t.seq, length=t.payload_len,
-                                   retransmission=retrans, now_ns=now_ns)
+            out += self.hooks.emit(
+                "tcp_segment_sent",
+                conn=cid,
+                seq=t.seq,
+                length=t.payload_len,
+                retransmission=retrans,
+                now_ns=now_ns,
+            )
         out.append(ToNetwork(bytes(buf)))
         return out
 
@@ -228,6 +259,8 @@ class EndpointAgent:
         if t.flags & P.ACK and not t.flags & P.SYN:
             verdict = self._on_ack(c, t, packet, now_ns, out)
             if verdict is _DONE:
+                return out
+            if isinstance(verdict, _Done):
                 return out
             if verdict is not None:
                 return out + [verdict]
@@ -279,7 +312,9 @@ class EndpointAgent:
             acts.append(ToKernel(ack))
         return acts
 
-    def freeze(self, cid: ConnId, now_ns: int, restore: Restore = "old", thaw_seqno: int | None = None) -> list[Action]:
+    def freeze(
+        self, cid: ConnId, now_ns: int, restore: Restore = "old", thaw_seqno: int | None = None
+    ) -> list[Action]:
         """ELFN freeze: snapshot the kernel's state, hold, probe every t_thaw; thaw on an ACK."""
         c = self.conns[cid]
         if c.hold is not None and c.hold.mode == HoldMode.FROZEN:
@@ -341,8 +376,14 @@ class EndpointAgent:
         """Withhold the k-th duplicate ACK of every run, for k in ``counts`` (ATCP: {3})."""
         self.conns[cid].withhold_dupacks = frozenset(counts)
 
-    def set_ecn(self, cid: ConnId, direction: Literal["in", "out"], ip_ecn: int | None = None,
-                ece: bool | None = None, cwr: bool | None = None) -> None:
+    def set_ecn(
+        self,
+        cid: ConnId,
+        direction: Literal["in", "out"],
+        ip_ecn: int | None = None,
+        ece: bool | None = None,
+        cwr: bool | None = None,
+    ) -> None:
         """Rewrite ECN marks of this connection's packets from now on (None: leave alone)."""
         rule = EcnRule(ip_ecn)
         for flag, want in ((P.ECE, ece), (P.CWR, cwr)):
@@ -360,13 +401,23 @@ class EndpointAgent:
         c = self.conns[cid]
         c.ecn_in = c.ecn_out = None
 
-    def unreachable(self, cid: ConnId, code: int = P.ICMP_HOST_UNREACH, from_ip: bytes | None = None) -> list[Action]:
+    def unreachable(
+        self, cid: ConnId, code: int = P.ICMP_HOST_UNREACH, from_ip: bytes | None = None
+    ) -> list[Action]:
         """An ICMP Destination Unreachable to the local sender about its latest segment."""
         c = self.conns[cid]
         ref = next(reversed(c.segments.values()), None) if c.segments else None
         if ref is None:
-            ref = P.build_tcp(cid.local_ip, cid.remote_ip, cid.local_port, cid.remote_port,
-                              c.snd_nxt or 0, c.rcv_nxt or 0, P.ACK, 0)
+            ref = P.build_tcp(
+                cid.local_ip,
+                cid.remote_ip,
+                cid.local_port,
+                cid.remote_port,
+                c.snd_nxt or 0,
+                c.rcv_nxt or 0,
+                P.ACK,
+                0,
+            )
         return [ToKernel(P.icmp_dest_unreachable(ref, from_ip or self.ip, code))]
 
     def set_cwnd(self, cid: ConnId, cwnd: int, ssthresh: int = 0) -> list[Action]:
@@ -451,7 +502,9 @@ class EndpointAgent:
             c = self.conns[cid] = Conn(cid, now_ns)
         return c
 
-    def _on_ack(self, c: Conn, t: P.TcpView, packet: bytes, now_ns: int, out: list[Action]) -> Action | None:
+    def _on_ack(
+        self, c: Conn, t: P.TcpView, packet: bytes, now_ns: int, out: list[Action]
+    ) -> Action | _Done | None:
         """Bookkeeping for an ACK from the remote end; returns a verdict to end processing."""
         acked = 0
         new_ack = c.snd_una is None or P.seq_lt(c.snd_una, t.ack)
@@ -463,21 +516,35 @@ class EndpointAgent:
                 v = P.parse_tcp(c.segments[s])
                 if v is not None and P.seq_le(v.end_seq, t.ack):
                     del c.segments[s]
-        is_dup = (not new_ack and t.payload_len == 0 and not t.flags & (P.SYN | P.FIN | P.RST)
-                  and t.ack == c.snd_una and t.window == c.last_window
-                  and c.snd_nxt is not None and c.snd_nxt != c.snd_una)
+        is_dup = (
+            not new_ack
+            and t.payload_len == 0
+            and not t.flags & (P.SYN | P.FIN | P.RST)
+            and t.ack == c.snd_una
+            and t.window == c.last_window
+            and c.snd_nxt is not None
+            and c.snd_nxt != c.snd_una
+        )
         c.last_ack_pkt, c.last_window = packet, t.window
         echo = P.read_rc_echo(packet) if self.params.route_control else None
         mark = P.read_rc_mark(packet) if self.params.route_control else None
         if new_ack and self.hooks.has_subscribers("tcp_ack"):
-            out += self.hooks.emit("tcp_ack", conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo,
-                                   rc_mark=mark, now_ns=now_ns)
+            out += self.hooks.emit(
+                "tcp_ack", conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo, rc_mark=mark, now_ns=now_ns
+            )
         if is_dup:
             c.dupacks += 1
             c.stats["dupacks"] += 1
             if self.hooks.has_subscribers("tcp_dupack"):
-                out += self.hooks.emit("tcp_dupack", conn=c.id, ack=t.ack, count=c.dupacks, rc_echo=echo,
-                                       rc_mark=mark, now_ns=now_ns)
+                out += self.hooks.emit(
+                    "tcp_dupack",
+                    conn=c.id,
+                    ack=t.ack,
+                    count=c.dupacks,
+                    rc_echo=echo,
+                    rc_mark=mark,
+                    now_ns=now_ns,
+                )
         h = c.hold
         if h is not None:
             if h.mode == HoldMode.FROZEN:
@@ -485,7 +552,11 @@ class EndpointAgent:
                 # restores". ACKs that were in flight when the sender froze do not thaw it; they
                 # only move thaw_seqno forward. The thawing ACK is forwarded as received.
                 if h.probe_seq is None or not P.seq_lt(h.probe_seq, t.ack):
-                    if h.thaw_seqno is not None and c.snd_una is not None and P.seq_lt(h.thaw_seqno, c.snd_una):
+                    if (
+                        h.thaw_seqno is not None
+                        and c.snd_una is not None
+                        and P.seq_lt(h.thaw_seqno, c.snd_una)
+                    ):
                         h.thaw_seqno = c.snd_una
                     return None
                 mode = h.restore or "old"
@@ -548,9 +619,20 @@ class EndpointAgent:
         assert c.last_out_pkt is not None
         t = P.parse_tcp(c.last_out_pkt)
         assert t is not None
-        opts = P.timestamp_option(t.ts_val, t.ts_ecr) if t.ts_val is not None and t.ts_ecr is not None else b""
-        return P.build_tcp(c.id.local_ip, c.id.remote_ip, c.id.local_port, c.id.remote_port, seq,
-                           c.rcv_nxt if c.rcv_nxt is not None else t.ack, P.ACK, t.window, opts)
+        opts = (
+            P.timestamp_option(t.ts_val, t.ts_ecr) if t.ts_val is not None and t.ts_ecr is not None else b""
+        )
+        return P.build_tcp(
+            c.id.local_ip,
+            c.id.remote_ip,
+            c.id.local_port,
+            c.id.remote_port,
+            seq,
+            c.rcv_nxt if c.rcv_nxt is not None else t.ack,
+            P.ACK,
+            t.window,
+            opts,
+        )
 
     def _mark(self, pkt: bytes) -> bytes:
         if not self.params.route_control:
@@ -569,9 +651,17 @@ class EndpointAgent:
         if t.ts_val is not None and t.ts_ecr is not None:
             opts = P.timestamp_option(t.ts_val, t.ts_ecr)
         seq = c.rcv_nxt if c.rcv_nxt is not None else t.end_seq
-        return P.build_tcp(c.id.remote_ip, c.id.local_ip, c.id.remote_port, c.id.local_port, seq,
-                           c.snd_una if c.snd_una is not None else t.ack, P.ACK,
-                           t.window if window is None else window, opts)
+        return P.build_tcp(
+            c.id.remote_ip,
+            c.id.local_ip,
+            c.id.remote_port,
+            c.id.local_port,
+            seq,
+            c.snd_una if c.snd_una is not None else t.ack,
+            P.ACK,
+            t.window if window is None else window,
+            opts,
+        )
 
     @staticmethod
     def _apply_ecn(buf: bytearray, rule: EcnRule) -> None:
@@ -582,13 +672,20 @@ class EndpointAgent:
 
     # ================================================================ introspection
     def snapshot(self) -> dict[str, Any]:
-        return {str(cid): {"snd_una": c.snd_una, "snd_nxt": c.snd_nxt, "copies": len(c.segments),
-                           "hold": None if c.hold is None else c.hold.mode.name, **c.stats}
-                for cid, c in self.conns.items()}
+        return {
+            str(cid): {
+                "snd_una": c.snd_una,
+                "snd_nxt": c.snd_nxt,
+                "copies": len(c.segments),
+                "hold": None if c.hold is None else c.hold.mode.name,
+                **c.stats,
+            }
+            for cid, c in self.conns.items()
+        }
 
 
 class _Done:
     """Sentinel verdict: the ACK was already forwarded (or consumed) by ``_on_ack``."""
 
 
-_DONE: Any = _Done()
+_DONE = _Done()

@@ -69,8 +69,13 @@ class TcpControl:
         return c is not None and c.hold is not None and c.hold.mode == HoldMode.FROZEN
 
     # ---------------------------------------------------------------- holding the sender
-    def hold(self, conn: ConnId, now_ns: int, mode: Literal["persist", "quiet"] = "persist",
-             release_on: ReleaseOn = "never") -> list[Action]:
+    def hold(
+        self,
+        conn: ConnId,
+        now_ns: int,
+        mode: Literal["persist", "quiet"] = "persist",
+        release_on: ReleaseOn = "never",
+    ) -> list[Action]:
         return self.agent.hold(conn, _MODES[mode], now_ns, release_on)
 
     def release(self, conn: ConnId, now_ns: int) -> list[Action]:
@@ -104,8 +109,14 @@ class TcpControl:
 
         return [ToNetwork(c.last_out_pkt)]
 
-    def set_ecn(self, conn: ConnId, direction: Literal["in", "out"], ip_ecn: int | None = None,
-                ece: bool | None = None, cwr: bool | None = None) -> None:
+    def set_ecn(
+        self,
+        conn: ConnId,
+        direction: Literal["in", "out"],
+        ip_ecn: int | None = None,
+        ece: bool | None = None,
+        cwr: bool | None = None,
+    ) -> None:
         self.agent.set_ecn(conn, direction, ip_ecn, ece, cwr)
 
     def clear_ecn(self, conn: ConnId) -> None:

@@ -74,7 +74,7 @@ def ctl_cc_name(run_id: str) -> str:
 def netns_cookie_of_current() -> int:
     """The cookie of the calling thread's network namespace (SO_NETNS_COOKIE, Linux 5.14)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        return struct.unpack("<Q", s.getsockopt(socket.SOL_SOCKET, SO_NETNS_COOKIE, 8))[0]
+        return int(struct.unpack("<Q", s.getsockopt(socket.SOL_SOCKET, SO_NETNS_COOKIE, 8))[0])
 
 
 def ensure_bpffs() -> None:
@@ -206,8 +206,10 @@ def load(run_id: str, cgroup: Path | None = None, *, vegas: bool = True) -> Load
         cg = cgroup or cgroup2_root()
         cg_fd = os.open(cg, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            link = _check(L.bpf_link_create(L.bpf_program__fd(prog), cg_fd, BPF_CGROUP_SOCK_OPS, None),
-                          f"attach sock_ops to {cg}")
+            link = _check(
+                L.bpf_link_create(L.bpf_program__fd(prog), cg_fd, BPF_CGROUP_SOCK_OPS, None),
+                f"attach sock_ops to {cg}",
+            )
         finally:
             os.close(cg_fd)
         _check(L.bpf_obj_pin(link, str(pin / "sockops_link").encode()), "pin sock_ops link")
@@ -302,8 +304,16 @@ class Ctl:
     flags: int = 0
 
     def pack(self) -> bytes:
-        return _CTL.pack(self.cmd_seq, self.cmd, self.arg_cwnd, self.arg_ssthresh, self.policy,
-                         self.abra_min_srtt_us, self.abra_max_srtt_us, self.flags)
+        return _CTL.pack(
+            self.cmd_seq,
+            self.cmd,
+            self.arg_cwnd,
+            self.arg_ssthresh,
+            self.policy,
+            self.abra_min_srtt_us,
+            self.abra_max_srtt_us,
+            self.flags,
+        )
 
 
 def unpack_st(b: bytes) -> dict[str, Any]:
@@ -350,7 +360,9 @@ class Maps:
         c.cmd, c.arg_cwnd, c.arg_ssthresh = cmd, cwnd, ssthresh
         self.write_ctl(key, c)
 
-    def set_policy(self, key: ConnKey, policy: int, min_srtt_us: int = 100_000, max_srtt_us: int = 600_000) -> None:
+    def set_policy(
+        self, key: ConnKey, policy: int, min_srtt_us: int = 100_000, max_srtt_us: int = 600_000
+    ) -> None:
         c = self.ctl(key)
         c.policy, c.abra_min_srtt_us, c.abra_max_srtt_us = policy, min_srtt_us, max_srtt_us
         self.write_ctl(key, c)

@@ -120,8 +120,9 @@ class BpfKernel:
         from nodes.tcpctl import kernel as K
 
         if isinstance(policy, Abra):
-            self.maps.set_policy(self.key(conn), K.POLICY_ABRA, round(policy.min_srtt_s * 1e6),
-                                 round(policy.max_srtt_s * 1e6))
+            self.maps.set_policy(
+                self.key(conn), K.POLICY_ABRA, round(policy.min_srtt_s * 1e6), round(policy.max_srtt_s * 1e6)
+            )
         elif isinstance(policy, FixedAfterTwo):
             self.maps.set_policy(self.key(conn), K.POLICY_FIXED_AFTER_TWO)
         else:

@@ -28,7 +28,12 @@ from nodes.core.events import Action, CancelTimer, Drop, SetTimer, ToKernel, ToN
 from nodes.tcpctl import nsutil
 
 A_IP, B_IP = "10.0.0.1", "10.0.0.3"
-MAC = {"a0": "02:00:00:77:00:01", "r0": "02:00:00:77:00:02", "r1": "02:00:00:77:00:03", "b0": "02:00:00:77:00:04"}
+MAC = {
+    "a0": "02:00:00:77:00:01",
+    "r0": "02:00:00:77:00:02",
+    "r1": "02:00:00:77:00:03",
+    "b0": "02:00:00:77:00:04",
+}
 
 
 def sh(cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -77,10 +82,15 @@ class MiniChain:
         self.ip("b", f"neigh add 10.0.2.254 lladdr {MAC['r1']} dev b0 nud permanent")
         # A: its IP input on a0 is dropped (the TunShell's packet socket sees frames first)
         self.exec("a", "nft add table netdev mtt")
-        self.exec("a", "nft add chain netdev mtt in { type filter hook ingress device a0 priority 0 ; policy drop ; }")
+        self.exec(
+            "a",
+            "nft add chain netdev mtt in { type filter hook ingress device a0 priority 0 ; policy drop ; }",
+        )
         # R: the outage chain (empty = link up)
         self.exec("r", "nft add table inet mtt")
-        self.exec("r", "nft add chain inet mtt outage { type filter hook forward priority 0 ; policy accept ; }")
+        self.exec(
+            "r", "nft add chain inet mtt outage { type filter hook forward priority 0 ; policy accept ; }"
+        )
         if rate:
             self.exec("r", f"tc qdisc add dev r1 root tbf rate {rate} burst 3000 limit {queue_bytes}")
         return self
@@ -89,8 +99,12 @@ class MiniChain:
         return sh(f"ip netns exec {self.ns(which)} {cmd}", check=check)
 
     def popen(self, which: str, cmd: str) -> subprocess.Popen[str]:
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(which), *shlex.split(cmd)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns(which), *shlex.split(cmd)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.procs.append(p)
         return p
 
@@ -129,7 +143,11 @@ class TunShell(threading.Thread):
             self.tun = nsutil.open_tun("tun0")
             self.pkt = nsutil.open_packet("a0")
         chain.configure_tun_a()
-        self.eth = bytes.fromhex(MAC["r0"].replace(":", "")) + bytes.fromhex(MAC["a0"].replace(":", "")) + b"\x08\x00"
+        self.eth = (
+            bytes.fromhex(MAC["r0"].replace(":", ""))
+            + bytes.fromhex(MAC["a0"].replace(":", ""))
+            + b"\x08\x00"
+        )
         self.timers = Scheduler()
         self.rd, self.wr = os.pipe()
         self.calls: list[Callable[[int], list[Action]]] = []

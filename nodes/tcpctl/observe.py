@@ -22,8 +22,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("t_s", "conn", "state", "cc", "cwnd", "ssthresh", "srtt_ms", "rttvar_ms", "rto_ms", "backoff",
-          "retrans_total", "retrans_now", "lost", "unacked", "bytes_acked", "bytes_sent", "n_rto_bpf")
+FIELDS = (
+    "t_s",
+    "conn",
+    "state",
+    "cc",
+    "cwnd",
+    "ssthresh",
+    "srtt_ms",
+    "rttvar_ms",
+    "rto_ms",
+    "backoff",
+    "retrans_total",
+    "retrans_now",
+    "lost",
+    "unacked",
+    "bytes_acked",
+    "bytes_sent",
+    "n_rto_bpf",
+)
 _NUM = r"([0-9.]+)"
 _PATTERNS = {
     "cwnd": re.compile(r"\bcwnd:(\d+)"),
@@ -47,8 +64,11 @@ def parse_ss(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         m = _ADDR.match(line.strip())
         if m and not line.startswith(("\t", " ")):
-            cur = {"state": m.group(1), "local": f"{m.group(2)}:{m.group(3)}",
-                   "remote": f"{m.group(4)}:{m.group(5)}"}
+            cur = {
+                "state": m.group(1),
+                "local": f"{m.group(2)}:{m.group(3)}",
+                "remote": f"{m.group(4)}:{m.group(5)}",
+            }
             cur["conn"] = f"{cur['local']}->{cur['remote']}"
             out.append(cur)
             continue
@@ -148,7 +168,9 @@ class Sampler:
         """The connection that sent the most bytes (an iperf3 data connection)."""
         best: dict[str, int] = {}
         for s in self.samples:
-            best[s["conn"]] = max(best.get(s["conn"], 0), int(s.get("bytes_sent", s.get("bytes_acked", 0)) or 0))
+            best[s["conn"]] = max(
+                best.get(s["conn"], 0), int(s.get("bytes_sent", s.get("bytes_acked", 0)) or 0)
+            )
         return max(best, key=lambda k: best[k]) if best else None
 
     def write(self, out_dir: Path, name: str = "tcp") -> None:
@@ -174,10 +196,20 @@ def rto_intervals(series: list[dict[str, Any]]) -> list[float]:
     return out
 
 
-def summary(before: dict[str, int], after: dict[str, int], series: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def summary(
+    before: dict[str, int], after: dict[str, int], series: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Numbers for summary.json: timeouts = kernel RTO expirations (TcpExtTCPTimeouts)."""
-    keys = ("TcpExtTCPTimeouts", "TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPSpuriousRTOs",
-            "TcpExtTCPLostRetransmit", "TcpExtTCPFastRetrans", "TcpOutSegs", "TcpInSegs")
+    keys = (
+        "TcpExtTCPTimeouts",
+        "TcpRetransSegs",
+        "TcpExtTCPLossProbes",
+        "TcpExtTCPSpuriousRTOs",
+        "TcpExtTCPLostRetransmit",
+        "TcpExtTCPFastRetrans",
+        "TcpOutSegs",
+        "TcpInSegs",
+    )
     d: dict[str, Any] = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
     d["timeouts"] = d["TcpExtTCPTimeouts"]
     if series:

@@ -104,8 +104,21 @@ def parse_tcp(p: bytes | bytearray) -> TcpView | None:
         if kind == TCPOPT_TIMESTAMP and ln == 10 and i + 10 <= len(opts):
             ts_val, ts_ecr = struct.unpack_from("!II", opts, i + 2)
         i += ln
-    return TcpView(ihl, bytes(p[12:16]), bytes(p[16:20]), sport, dport, seq, ack, doff,
-                   off_flags & 0xFF, window, total - ihl - doff, ts_val, ts_ecr)
+    return TcpView(
+        ihl,
+        bytes(p[12:16]),
+        bytes(p[16:20]),
+        sport,
+        dport,
+        seq,
+        ack,
+        doff,
+        off_flags & 0xFF,
+        window,
+        total - ihl - doff,
+        ts_val,
+        ts_ecr,
+    )
 
 
 def tcp_checksum(p: bytes | bytearray, ihl: int | None = None) -> int:
@@ -264,11 +277,29 @@ def build_tcp(
         raise ValueError("TCP options must be padded to a multiple of 4 bytes")
     doff = 20 + len(options)
     total = 20 + doff + len(payload)
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, tos, total, ip_id, IP_DF if df else 0, ttl,
-                               IPPROTO_TCP, 0, src, dst))
+    ip = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s", 0x45, tos, total, ip_id, IP_DF if df else 0, ttl, IPPROTO_TCP, 0, src, dst
+        )
+    )
     ip[10:12] = checksum(ip).to_bytes(2, "big")
-    tcp = bytearray(struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
-                                ((doff // 4) << 12) | flags, window, 0, 0)) + options + payload
+    tcp = (
+        bytearray(
+            struct.pack(
+                "!HHIIHHHH",
+                sport,
+                dport,
+                seq & 0xFFFFFFFF,
+                ack & 0xFFFFFFFF,
+                ((doff // 4) << 12) | flags,
+                window,
+                0,
+                0,
+            )
+        )
+        + options
+        + payload
+    )
     pkt = ip + tcp
     pkt[36:38] = tcp_checksum(pkt, 20).to_bytes(2, "big")
     return bytes(pkt)
@@ -279,16 +310,35 @@ def timestamp_option(ts_val: int, ts_ecr: int) -> bytes:
     return struct.pack("!BBBBII", TCPOPT_NOP, TCPOPT_NOP, TCPOPT_TIMESTAMP, 10, ts_val, ts_ecr)
 
 
-def icmp_dest_unreachable(original: bytes | bytearray, from_ip: bytes, code: int = ICMP_HOST_UNREACH,
-                          *, ttl: int = 64, ip_id: int = 0) -> bytes:
+def icmp_dest_unreachable(
+    original: bytes | bytearray,
+    from_ip: bytes,
+    code: int = ICMP_HOST_UNREACH,
+    *,
+    ttl: int = 64,
+    ip_id: int = 0,
+) -> bytes:
     """ICMP Destination Unreachable (RFC 792) about ``original``, sent to its source."""
     ihl = (original[0] & 0x0F) * 4
     quoted = bytes(original[: ihl + 8])
     icmp = bytearray(struct.pack("!BBHI", ICMP_DEST_UNREACH, code, 0, 0)) + quoted
     icmp[2:4] = checksum(icmp).to_bytes(2, "big")
     total = 20 + len(icmp)
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0xC0, total, ip_id, 0, ttl, IPPROTO_ICMP, 0,
-                               from_ip, bytes(original[12:16])))
+    ip = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            0xC0,
+            total,
+            ip_id,
+            0,
+            ttl,
+            IPPROTO_ICMP,
+            0,
+            from_ip,
+            bytes(original[12:16]),
+        )
+    )
     ip[10:12] = checksum(ip).to_bytes(2, "big")
     return bytes(ip + icmp)
 

@@ -77,15 +77,20 @@ class Rig:
         self.chain.popen("b", "iperf3 -s -1")
         time.sleep(0.4)
         self.nstat0 = observe.nstat(self.chain.ns("a"))
-        self.sampler = observe.Sampler(self.chain.ns("a"), filter=f"dst {B_IP}",
-                                       bpf_state=self._bpf_by_name).start()
-        self.iperf = self.chain.popen("a", f"iperf3 -c {B_IP} -t {seconds} -b {rate} -C {cc or self.loaded.ctl_cc} {extra}")
+        self.sampler = observe.Sampler(
+            self.chain.ns("a"), filter=f"dst {B_IP}", bpf_state=self._bpf_by_name
+        ).start()
+        self.iperf = self.chain.popen(
+            "a", f"iperf3 -c {B_IP} -t {seconds} -b {rate} -C {cc or self.loaded.ctl_cc} {extra}"
+        )
 
     def _bpf_by_name(self, conn: str) -> dict[str, Any] | None:
         local, remote = conn.split("->")
         lip, lport = local.rsplit(":", 1)
         rip, rport = remote.rsplit(":", 1)
-        return self.maps.state(K.ConnKey(self.cookie, socket.inet_aton(lip), socket.inet_aton(rip), int(lport), int(rport)))
+        return self.maps.state(
+            K.ConnKey(self.cookie, socket.inet_aton(lip), socket.inet_aton(rip), int(lport), int(rport))
+        )
 
     def now_s(self) -> float:
         assert self.sampler is not None
@@ -100,8 +105,9 @@ class Rig:
         assert self.shell is not None
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            cid = self.shell.call_sync(lambda now: max(self.agent.conns.values(),
-                                                         key=lambda c: c.stats["seg_out"], default=None))
+            cid = self.shell.call_sync(
+                lambda now: max(self.agent.conns.values(), key=lambda c: c.stats["seg_out"], default=None)
+            )
             if cid is not None and cid.stats["seg_out"] > 50:
                 return cid.id  # type: ignore[no-any-return]
             time.sleep(0.2)
@@ -220,9 +226,19 @@ def test_elfn_freeze_thaw(rig: Rig, restore: str) -> None:
     probes = rig.agent.conns[conn].stats["probes"]
     ser = rig.sampler.series(str(conn))  # type: ignore[union-attr]
     after = [s for s in ser if t_thaw is not None and s["t_s"] > t_thaw]
-    rig.save(conn, {"t_outage": t_out, "t_back": t_back, "t_thaw": t_thaw, "t_resume": t_resume,
-                    "nstat": summ, "bpf": {k: v for k, v in st.items() if k != "rto_events"},
-                    "probes": probes, "rto_after_thaw_ms": after[0].get("rto_ms") if after else None})
+    rig.save(
+        conn,
+        {
+            "t_outage": t_out,
+            "t_back": t_back,
+            "t_thaw": t_thaw,
+            "t_resume": t_resume,
+            "nstat": summ,
+            "bpf": {k: v for k, v in st.items() if k != "rto_events"},
+            "probes": probes,
+            "rto_after_thaw_ms": after[0].get("rto_ms") if after else None,
+        },
+    )
     # no kernel RTO timeout while frozen
     assert summ["TcpExtTCPTimeouts"] == 0
     assert st["n_rto"] == 0
@@ -274,7 +290,12 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(rig: Rig) -> No
             continue
         if d == "out" and v.sport == conn.local_port and v.seq == seq:
             outs.append(rig.shell_t_s(t_ns))
-        if d == "in" and v.dport == conn.local_port and P.seq_lt(seq, v.ack) and rig.shell_t_s(t_ns) > box["t_drop"]:
+        if (
+            d == "in"
+            and v.dport == conn.local_port
+            and P.seq_lt(seq, v.ack)
+            and rig.shell_t_s(t_ns) > box["t_drop"]
+        ):
             t_acked = t_acked or rig.shell_t_s(t_ns)
     st = rig.kernel.state(conn)
     rto_s = (st or {}).get("rto_us", 0) / 1e6 or 0.2
@@ -302,8 +323,16 @@ def test_abra_backoff_and_restore(rig: Rig) -> None:
     ratios = [b / a for a, b in zip(rtos, rtos[1:], strict=False)]
     mn = min(100_000, st["min_srtt_us"])
     f = 1 + (st["last_srtt_us"] - mn) / (600_000 - mn) if st["max_srtt_us"] <= 600_000 else None
-    rig.save(conn, {"nstat": summ, "rto_log_us": rtos, "ratios": ratios, "expected_factor": f,
-                    "bpf": {k: v for k, v in st.items() if k != "rto_events"}})
+    rig.save(
+        conn,
+        {
+            "nstat": summ,
+            "rto_log_us": rtos,
+            "ratios": ratios,
+            "expected_factor": f,
+            "bpf": {k: v for k, v in st.items() if k != "rto_events"},
+        },
+    )
     assert len(rtos) >= 4 and summ["TcpExtTCPTimeouts"] >= 4
     for e, nxt in zip(st["rto_events"], rtos[1:], strict=False):
         assert abs(nxt - e["next_cap_us"]) <= 5_000  # the kernel used the ABRA cap
@@ -380,15 +409,26 @@ def test_atcp_destination_unreachable(rig: Rig) -> None:
         if d == "out" and v is not None and v.sport == conn.local_port and rig.shell_t_s(t_ns) > t_back:
             probes_after.append(rig.shell_t_s(t_ns))
     t_answer = first_inbound_after(rig, conn, t_back)
-    rig.save(conn, {"t_outage": t_out, "t_back": t_back, "t_resume": t_resume, "t_answer": t_answer,
-                    "first_probe_after_return": probes_after[:1], "nstat": summ,
-                    "bpf": {k: v for k, v in st.items() if k != "rto_events"}})
+    rig.save(
+        conn,
+        {
+            "t_outage": t_out,
+            "t_back": t_back,
+            "t_resume": t_resume,
+            "t_answer": t_answer,
+            "first_probe_after_return": probes_after[:1],
+            "nstat": summ,
+            "bpf": {k: v for k, v in st.items() if k != "rto_events"},
+        },
+    )
     assert handled
     assert st["applied_cwnd"] == 1
     assert during and all(s.get("cwnd") == 1 for s in during)  # one segment while disconnected
     assert summ["TcpExtTCPTimeouts"] == 0  # persist, not RTO
     assert t_resume is not None and t_answer is not None
-    assert probes_after and probes_after[0] <= t_answer <= t_resume + 0.05  # resumed when a probe was answered
+    assert (
+        probes_after and probes_after[0] <= t_answer <= t_resume + 0.05
+    )  # resumed when a probe was answered
 
 
 def test_vegas_bpf_flat_where_reno_saws() -> None:
@@ -409,8 +449,13 @@ def test_vegas_bpf_flat_where_reno_saws() -> None:
             assert conn is not None
             ser = [s for s in smp.series(conn) if s["t_s"] > 2.5 and "cwnd" in s]
             cw = [int(s["cwnd"]) for s in ser]
-            out[cc] = {"cc": ser[0].get("cc"), "min": min(cw), "max": max(cw), "n": len(cw),
-                       "retrans": max(int(s.get("retrans_total", 0)) for s in ser)}
+            out[cc] = {
+                "cc": ser[0].get("cc"),
+                "min": min(cw),
+                "max": max(cw),
+                "n": len(cw),
+                "retrans": max(int(s.get("retrans_total", 0)) for s in ser),
+            }
             smp.write(RESULTS / "vegas", cc)
         (RESULTS / "vegas" / "summary.json").write_text(json.dumps(out, indent=1))
     finally:

@@ -23,8 +23,19 @@ ISS, IRS = 1_000_000, 5_000_000
 
 def data(i: int, ts: int = 100) -> bytes:
     """The i-th data segment A -> B (seq ISS + i*MSS)."""
-    return P.build_tcp(A, B, AP, BP, ISS + i * MSS, IRS, P.ACK | P.PSH, 500, P.timestamp_option(ts, 7),
-                       bytes([i & 0xFF]) * MSS, ip_id=i)
+    return P.build_tcp(
+        A,
+        B,
+        AP,
+        BP,
+        ISS + i * MSS,
+        IRS,
+        P.ACK | P.PSH,
+        500,
+        P.timestamp_option(ts, 7),
+        bytes([i & 0xFF]) * MSS,
+        ip_id=i,
+    )
 
 
 def ack(n: int, window: int = 500, ts: int = 7) -> bytes:
@@ -161,8 +172,9 @@ EPLN_CASES = [
 
 
 @pytest.mark.parametrize("notices,rexmt,thaw,lost", EPLN_CASES)
-def test_epln_algorithm2(agent: EndpointAgent, notices: list[tuple[int, bool]], rexmt: list[int],
-                         thaw: int | None, lost: list[int]) -> None:
+def test_epln_algorithm2(
+    agent: EndpointAgent, notices: list[tuple[int, bool]], rexmt: list[int], thaw: int | None, lost: list[int]
+) -> None:
     sent: list[int] = []
     for i, is_lost in notices:
         for a in agent.epln_notice(CID, ISS + i * MSS, is_lost, 0):
@@ -251,8 +263,11 @@ def test_rto_policy_and_cwnd_reach_the_kernel(agent: EndpointAgent, kern: FakeKe
     api.rto_policy(CID, Abra(0.1, 0.6))
     api.rto_policy(CID, "fixed_after_two")
     assert api.set_cwnd(CID, 4) == []  # not held: applied at the kernel's next ACK
-    assert kern.calls == [("set_policy", CID, Abra(0.1, 0.6)), ("set_policy", CID, FixedAfterTwo()),
-                          ("set_cwnd", CID, 4, 0)]
+    assert kern.calls == [
+        ("set_policy", CID, Abra(0.1, 0.6)),
+        ("set_policy", CID, FixedAfterTwo()),
+        ("set_cwnd", CID, 4, 0),
+    ]
 
 
 def test_non_tcp_passes(agent: EndpointAgent) -> None:

@@ -11,23 +11,45 @@ A, B, R = "10.0.0.1", "10.0.0.3", "10.0.0.2"
 AB, BB, RB = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 3]), bytes([10, 0, 0, 2])
 
 
-def sc_ack(window: int = 502, flags: str = "A", payload: bytes = b"", tos: int = 0, ident: int = 0x1234) -> bytes:
+def sc_ack(
+    window: int = 502, flags: str = "A", payload: bytes = b"", tos: int = 0, ident: int = 0x1234
+) -> bytes:
     return bytes(
         IP(src=B, dst=A, id=ident, flags="DF", ttl=64, tos=tos)
-        / TCP(sport=5201, dport=40000, seq=1000, ack=2000, flags=flags, window=window,
-              options=[("NOP", None), ("NOP", None), ("Timestamp", (111, 222))])
+        / TCP(
+            sport=5201,
+            dport=40000,
+            seq=1000,
+            ack=2000,
+            flags=flags,
+            window=window,
+            options=[("NOP", None), ("NOP", None), ("Timestamp", (111, 222))],
+        )
         / payload
     )
 
 
 def test_build_tcp_matches_scapy() -> None:
-    ours = P.build_tcp(BB, AB, 5201, 40000, 1000, 2000, P.ACK, 502, P.timestamp_option(111, 222), ip_id=0x1234)
+    ours = P.build_tcp(
+        BB, AB, 5201, 40000, 1000, 2000, P.ACK, 502, P.timestamp_option(111, 222), ip_id=0x1234
+    )
     assert ours == sc_ack()
 
 
 def test_build_tcp_with_payload_matches_scapy() -> None:
-    ours = P.build_tcp(BB, AB, 5201, 40000, 1000, 2000, P.ACK | P.PSH, 502, P.timestamp_option(111, 222),
-                       b"hello world", ip_id=0x1234)
+    ours = P.build_tcp(
+        BB,
+        AB,
+        5201,
+        40000,
+        1000,
+        2000,
+        P.ACK | P.PSH,
+        502,
+        P.timestamp_option(111, 222),
+        b"hello world",
+        ip_id=0x1234,
+    )
     assert ours == sc_ack(flags="PA", payload=b"hello world")
 
 
@@ -62,7 +84,11 @@ def test_truncated_is_not_tcp(cut: int) -> None:
 
 
 def test_icmp_dest_unreachable_matches_scapy() -> None:
-    data = bytes(IP(src=A, dst=B, id=7, flags="DF") / TCP(sport=40000, dport=5201, seq=5555, ack=1, flags="PA") / (b"p" * 100))
+    data = bytes(
+        IP(src=A, dst=B, id=7, flags="DF")
+        / TCP(sport=40000, dport=5201, seq=5555, ack=1, flags="PA")
+        / (b"p" * 100)
+    )
     ours = P.icmp_dest_unreachable(data, RB, P.ICMP_HOST_UNREACH, ip_id=9)
     ref = bytes(IP(src=R, dst=A, id=9, ttl=64, tos=0xC0) / ICMP(type=3, code=1) / data[:28])
     assert ours == ref
@@ -85,9 +111,22 @@ def test_route_control_echo_option_matches_scapy() -> None:
     ours = P.add_rc_echo(sc_ack(payload=b"q"), 5, True)
     ref = bytes(
         IP(src=B, dst=A, id=0x1234, flags="DF", ttl=64)
-        / TCP(sport=5201, dport=40000, seq=1000, ack=2000, flags="A", window=502,
-              options=[("NOP", None), ("NOP", None), ("Timestamp", (111, 222)), ("NOP", None), ("NOP", None),
-                       (253, bytes([0x4D, 0x54, 0x80, 0x05]))])
+        / TCP(
+            sport=5201,
+            dport=40000,
+            seq=1000,
+            ack=2000,
+            flags="A",
+            window=502,
+            options=[
+                ("NOP", None),
+                ("NOP", None),
+                ("Timestamp", (111, 222)),
+                ("NOP", None),
+                ("NOP", None),
+                (253, bytes([0x4D, 0x54, 0x80, 0x05])),
+            ],
+        )
         / b"q"
     )
     assert ours == ref
@@ -101,6 +140,8 @@ def test_echo_needs_room() -> None:
     assert P.add_rc_echo(sc_ack(payload=b"x" * 1448), 1, False, mtu=1500) is None
 
 
-@pytest.mark.parametrize("a,b,lt", [(1, 2, True), (2, 1, False), (0xFFFFFFF0, 5, True), (5, 0xFFFFFFF0, False)])
+@pytest.mark.parametrize(
+    "a,b,lt", [(1, 2, True), (2, 1, False), (0xFFFFFFF0, 5, True), (5, 0xFFFFFFF0, False)]
+)
 def test_seq_compare_wraps(a: int, b: int, lt: bool) -> None:
     assert P.seq_lt(a, b) is lt
