@@ -30,7 +30,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from testbed import cleanup, netns, procs, traffic
-from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config
+from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
 from testbed.naming import new_run_id, prefix, run_dir
 from testbed.registry import Registry
 from testbed.results import Results, git_revision, read_json, tool_versions, write_json
@@ -268,6 +268,7 @@ class Testbed:
                 str(self.medium_bin),
                 "--config",
                 str(self.state / "medium.json"),
+                *medium_rt_args(),
             ],
             stdin=subprocess.DEVNULL,
             stdout=mlog,
@@ -576,7 +577,7 @@ class Testbed:
             c = read_json(res.dir / "routers" / f"sta{sid}.counters.json")
             if c is not None:
                 found = True
-                total += int(c.get("routing_packets", 0))
+                total += int((c.get("counters") or {}).get("routing_packets", 0))
         res.summary["routing_packets"] = total if found else None
         mc = read_json(res.dir / "medium" / "counters.json")
         if mc is not None:
@@ -636,7 +637,7 @@ def print_table(summary: dict[str, Any]) -> None:
         title=f"{summary.get('scenario')} seed {summary.get('seed')} run {summary.get('run_id')}"
         + ("" if summary.get("complete") else " (INCOMPLETE)")
     )
-    for col in ("flow", "src->dst", "cc", "throughput (kbit/s)", "TCP timeouts", "retransmits", "error"):
+    for col in ("flow", "src->dst", "cc", "throughput (kbit/s)", "TCP timeouts", "retransmits", "note"):
         t.add_column(col)
     for f in summary.get("flows", []):
         thr = f.get("throughput_bps")
@@ -647,7 +648,7 @@ def print_table(summary: dict[str, Any]) -> None:
             "-" if thr is None else f"{thr / 1e3:.1f}",
             str(f.get("tcp_timeouts", "-")),
             str(f.get("retransmits", "-")),
-            str(f.get("error") or ""),
+            str(f.get("error") or ("end exchange interrupted" if f.get("interrupted") else "")),
         )
     c = Console()
     c.print(t)

@@ -177,29 +177,69 @@ def _load(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _bytes_in_window(server: dict[str, Any], window_s: float) -> tuple[int, bool]:
+    """Bytes the receiver got in the intervals that began within the flow's ``window_s``.
+
+    The server's per-interval records are the receiver-side truth for TCP and UDP alike; they
+    survive an interrupted test (iperf3's end-of-test exchange runs over the same lossy multi-hop
+    path and may not finish), and iperf3 3.12's UDP server ``end.sum`` reports 0 bytes.
+    Returns (bytes, whether any interval was found).
+    """
+    total = 0
+    found = False
+    for iv in server.get("intervals") or []:
+        s = iv.get("sum") or {}
+        if s.get("omitted"):
+            continue
+        found = True
+        if float(s.get("start", 0.0)) < window_s - 1e-6:
+            total += int(s.get("bytes", 0))
+    return total, found
+
+
 def parse_flow(fl: Flow) -> dict[str, Any]:
-    """Receiver-side throughput and sender retransmits from the two iperf3 JSON files."""
+    """Receiver-side throughput over the flow's duration, and sender retransmits.
+
+    throughput_bps = 8 x (bytes the receiver got in the flow's nominal duration) / duration.
+    A test whose final iperf3 exchange did not complete (path broken at the end, runner stopped
+    it) keeps its numbers and is flagged ``interrupted``; ``error`` is set only when there is no
+    receiver data at all.
+    """
     client, server = _load(fl.client_json), _load(fl.server_json)
-    res: dict[str, Any] = {"throughput_bps": None, "retransmits": None, "bytes_received": None, "error": None}
+    res: dict[str, Any] = {
+        "throughput_bps": None,
+        "retransmits": None,
+        "bytes_received": None,
+        "interrupted": False,
+        "error": None,
+    }
     errors = [d["error"] for d in (client, server) if d and "error" in d]
-    if errors:
-        res["error"] = "; ".join(errors)
-    if fl.proto == "tcp":
+    res["interrupted"] = any("interrupt" in e for e in errors)
+    s = fl.spec
+    window = float(s.duration_s) if s.duration_s is not None else 0.0
+    file_transfer = isinstance(s, TcpFlow) and s.transfer_bytes is not None
+    got, found = _bytes_in_window(server or {}, window) if window > 0 and not file_transfer else (0, False)
+    if file_transfer:
+        recv_end = (server or {}).get("end", {}).get("sum_received") or {}
+        if recv_end and not res["interrupted"]:
+            res["transfer_time_s"] = float(recv_end.get("seconds", 0.0))
+    if found:
+        res["bytes_received"] = got
+        res["throughput_bps"] = 8.0 * got / window
+    else:
         recv = (server or {}).get("end", {}).get("sum_received") or (client or {}).get("end", {}).get(
             "sum_received"
         )
-        sent = (client or {}).get("end", {}).get("sum_sent")
         if recv:
             res["throughput_bps"] = float(recv.get("bits_per_second", 0.0))
             res["bytes_received"] = int(recv.get("bytes", 0))
+    if fl.proto == "tcp":
+        sent = (client or {}).get("end", {}).get("sum_sent")
         if sent and "retransmits" in sent:
             res["retransmits"] = int(sent["retransmits"])
     else:
-        rsum = (server or {}).get("end", {}).get("sum") or (client or {}).get("end", {}).get("sum_received")
-        if rsum:
-            res["throughput_bps"] = float(rsum.get("bits_per_second", 0.0))
-            res["bytes_received"] = int(rsum.get("bytes", 0))
-            res["lost_percent"] = rsum.get("lost_percent")
-    if client is None and res["error"] is None:
-        res["error"] = "no iperf3 client output"
+        rsum = (server or {}).get("end", {}).get("sum_received") or {}
+        res["lost_percent"] = rsum.get("lost_percent")
+    if res["throughput_bps"] is None:
+        res["error"] = "; ".join(errors) if errors else "no iperf3 receiver output"
     return res
