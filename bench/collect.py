@@ -11,7 +11,7 @@ import json
 import platform
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def load(bench_dir: Path) -> list[dict[str, object]]:
 def table(rows: list[dict[str, object]]) -> str:
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} "
         f"({platform.machine()}, 2 cores), git {rev}.",
         "",
         "| benchmark | value | unit | target | meets | command |",
