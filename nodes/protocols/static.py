@@ -8,11 +8,12 @@ packet is dropped; static routing never repairs.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
 from nodes.core import ipv4
-from nodes.core.addr import ip_to_station
+from nodes.core.addr import MAX_STATIONS, station_ip_int
 from nodes.core.events import (
     Action,
     DeliverLocal,
@@ -25,6 +26,30 @@ from nodes.core.events import (
     TxStatus,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
+
+_FIRST_STATION_IP = station_ip_int(1)
+_LAST_STATION_IP = station_ip_int(MAX_STATIONS)
+_DST_UNPACK = struct.Struct("!I").unpack_from
+_TTL_PROTO_CSUM = struct.Struct("!BBH")
+
+
+def forward_copy(packet: bytes) -> bytes | None:
+    """A copy of ``packet`` with the TTL decremented and the header checksum updated, or None when
+    the TTL is already 0 or 1 (RFC 791: the packet must be destroyed).
+
+    The same result as ``nodes.core.ipv4.decrement_ttl`` on a copy, in one ``unpack_from`` and one
+    ``pack_into``. RFC 1624 eqn. 3 with m = TTL << 8 | proto and m' = m - 0x100 gives
+    HC' = ~(~HC + ~m + m') = ~(~HC + 0xFEFF), whatever the TTL and protocol; one fold suffices
+    because ~HC + 0xFEFF < 0x1FEFF.
+    """
+    ttl, proto, hc = _TTL_PROTO_CSUM.unpack_from(packet, 8)
+    if ttl <= 1:
+        return None
+    total = (hc ^ 0xFFFF) + 0xFEFF
+    total = (total & 0xFFFF) + (total >> 16)
+    buf = bytearray(packet)
+    _TTL_PROTO_CSUM.pack_into(buf, 8, ttl - 1, proto, total ^ 0xFFFF)
+    return bytes(buf)
 
 
 class StaticRouting(RoutingProtocol):
@@ -43,12 +68,12 @@ class StaticRouting(RoutingProtocol):
         return self.routes.get(dst, dst)
 
     def on_event(self, event: Event, now_ns: int) -> list[Action]:
-        if isinstance(event, FromLocal):
-            return self._route(event.packet, None, now_ns, local=True)
         if isinstance(event, FromAir):
             if event.overheard:
                 return []
             return self._route(event.packet, event.src, now_ns, local=False)
+        if isinstance(event, FromLocal):
+            return self._route(event.packet, None, now_ns, local=True)
         if isinstance(event, TxStatus) and not event.ok:
             acts: list[Action] = [Drop(event.frame.packet, "link_failure")]
             acts += self.ctx.hooks.emit("on_link_failure", frame=event.frame, now_ns=now_ns)
@@ -65,9 +90,12 @@ class StaticRouting(RoutingProtocol):
         except ipv4.MalformedPacket as exc:
             c.malformed[str(exc)] += 1
             return [Drop(packet, "malformed")]
-        dst = ip_to_station(ipv4.dst(packet))
-        if dst is None:
+        # ip_to_station(ipv4.dst(packet)) without the copies: the address is in 10.0.0.0/16 and
+        # names a station (1..MAX_STATIONS)
+        addr = _DST_UNPACK(packet, 16)[0]
+        if not _FIRST_STATION_IP <= addr <= _LAST_STATION_IP:
             return [Drop(packet, "not_manet_address")]
+        dst = addr & 0xFFFF
         if dst == self.ctx.station:
             if not local:
                 c.data_delivered += 1
@@ -75,10 +103,10 @@ class StaticRouting(RoutingProtocol):
         if local:
             c.data_originated += 1
         else:
-            buf = bytearray(packet)
-            if not ipv4.decrement_ttl(buf):
+            fwd = forward_copy(packet)
+            if fwd is None:
                 return [Drop(packet, "ttl_expired")]
-            packet = bytes(buf)
+            packet = fwd
             c.data_forwarded += 1
         nh = self.next_hop(dst)
         acts: list[Action] = [Send(Frame(packet, nh))]

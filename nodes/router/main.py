@@ -2,11 +2,14 @@
 
 One process per station, inside the station's network namespace. ``run(config)`` creates the TUN
 ``tun0`` and the radiotap TAP ``staN-wlan0``, connects to the medium (docs/interfaces.md section
-2), builds the protocol core, its extensions and the ``NodeRuntime``, and runs one asyncio loop:
+2), builds the protocol core, its extensions and the ``NodeRuntime``, and runs one epoll loop
+(``nodes.router.loop``):
 
 - medium socket readable -> RX -> ``FromAir`` (+ mirror copy); TX_STATUS -> ``runtime.tx_done``;
 - TUN readable -> ``FromLocal``;
-- the earliest protocol timer -> one ``loop.call_at`` handle, re-armed after every step;
+- the earliest protocol timer -> one ``loop.call_at_ns`` handle, re-armed after every step;
+- mirror ``auto`` (default): mirror frames are written only while a packet socket (tcpdump)
+  listens on the TAP or on all interfaces, checked in ``/proc/net/packet`` at most every 200 ms;
 - every second: ``out_dir/sta<N>.counters.json`` (atomic), only when something changed;
 - SIGTERM/SIGINT -> counters, BYE, exit 0; medium gone -> counters, exit ``EXIT_MEDIUM_GONE``.
 
@@ -15,13 +18,11 @@ Nothing runs at import time (the orchestrator forks stations from a zygote that 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
 import os
 import random
-import select
 import signal
 import socket
 import time
@@ -37,6 +38,7 @@ from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
 from nodes.formats import medium as wire
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
+from nodes.router.loop import EpollLoop, TimerHandle
 
 EXIT_OK = 0
 """Stopped by SIGTERM/SIGINT."""
@@ -61,18 +63,51 @@ _RX_LEN = wire.RX_ST.size
 _TX_STATUS_UNPACK = wire.TX_STATUS_ST.unpack_from
 _TX_STATUS_LEN = wire.TX_STATUS_ST.size
 _TX_PACK = wire.TX_ST.pack
+_MAGIC, _VERSION, _RX, _TX, _TX_STATUS = wire.MAGIC, wire.VERSION, wire.RX, wire.TX, wire.TX_STATUS
+_ACKED, _SENT, _MAX_PAYLOAD, _NAN = wire.ACKED, wire.SENT, wire.MAX_PAYLOAD, wire.NAN
+_RX_OVERHEARD, _TX_NO_RTS = wire.RX_OVERHEARD, wire.TX_NO_RTS
+_MSG_DONTWAIT = socket.MSG_DONTWAIT
 _write = os.write
+_read = os.read
 _monotonic_ns = time.monotonic_ns
 
 RX_BATCH = 64
-"""Messages or packets handled per readiness callback before yielding to the loop."""
+"""TAP frames drained per readiness callback (medium and TUN: one per callback, see the loop)."""
 RECV_SIZE = 65536
+MIRROR_MODES = ("always", "auto", "off")
+"""``mirror`` config: write mirror frames always, only while something captures, or never."""
+CAPTURE_CHECK_NS = 200_000_000
+"""``auto`` mirror: how old the answer to "is anyone capturing?" may be (docs/router.md)."""
+PACKET_SOCKETS = "/proc/net/packet"
+_NEVER = 1 << 62
 RNG_STATION_STRIDE = 1_000_003
 """Per-station RNG seed = seed * stride + station (the same derivation as nodes.core.sim)."""
 
 
 class ConfigError(ValueError):
     pass
+
+
+def mirror_config(value: Any) -> tuple[str, int, int]:
+    """``(mode, freq_mhz, rate_500kbps)`` of the ``mirror`` config key (docs/router.md).
+
+    ``"always"`` | ``"auto"`` | ``"off"``; ``true``/``false`` mean ``always``/``off``; or a mapping
+    ``{"mode": ..., "enabled": bool, "freq_mhz": 2412, "rate_500kbps": 4}``.
+    """
+    freq, rate = DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS
+    if isinstance(value, Mapping):
+        freq = int(value.get("freq_mhz", freq))
+        rate = int(value.get("rate_500kbps", rate))
+        mode = value.get("mode", "auto")
+        if not value.get("enabled", True):
+            mode = "off"
+    elif isinstance(value, bool):
+        mode = "always" if value else "off"
+    else:
+        mode = value
+    if mode not in MIRROR_MODES:
+        raise ConfigError(f"router config: mirror must be one of {MIRROR_MODES} or a boolean, got {mode!r}")
+    return str(mode), freq, rate
 
 
 def _check_config(config: Mapping[str, Any]) -> None:
@@ -95,14 +130,8 @@ class Router:
         self.out_dir: str = str(config["out_dir"])
         self.counters_path = os.path.join(self.out_dir, f"sta{self.station}.counters.json")
         self.counters_interval_s = float(config.get("counters_interval_s", 1.0))
-        mirror_cfg = config.get("mirror", True)
-        if isinstance(mirror_cfg, Mapping):
-            self.mirror_enabled = bool(mirror_cfg.get("enabled", True))
-            self.freq_mhz = int(mirror_cfg.get("freq_mhz", DEFAULT_FREQ_MHZ))
-            self.rate = int(mirror_cfg.get("rate_500kbps", DEFAULT_RATE_500KBPS))
-        else:
-            self.mirror_enabled = bool(mirror_cfg)
-            self.freq_mhz, self.rate = DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS
+        self.mirror_mode, self.freq_mhz, self.rate = mirror_config(config.get("mirror", "auto"))
+        self.mirror_enabled = self.mirror_mode != "off"
 
         self.io: Counter[str] = Counter()
         self.sock: socket.socket | None = None
@@ -115,21 +144,26 @@ class Router:
         self.pending: dict[int, Frame] = {}
         self.clock = MonotonicClock(0)
         self.mirror: Mirror | None = None
+        # what the hot path writes with: ``mirror``, or None while nobody captures (``auto``)
+        self._mirror_live: Mirror | None = None
+        self._capture_check_at = _NEVER
+        self._packet_sockets_fd = -1
+        self.packet_sockets_path = PACKET_SOCKETS
+        self.tap_ifindex = -1
         self.welcome: wire.Welcome | None = None
         self.ctx: NodeContext | None = None
         self.protocol: RoutingProtocol | None = None
         self.extensions: list[object] = []
         self.rt: NodeRuntime | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self.loop: EpollLoop | None = None
+        self._timer: TimerHandle | None = None
         self._timer_at: int | None = None
         self._activity = 0
         self._written_activity = -1
-        self._stop: asyncio.Future[int] | None = None
         self._medium_up = False
         # hot-path state (plain attributes: cheaper than Counter lookups)
         self._recv: Any = None
-        self._poll: Any = None
+        self._send_medium: Any = None
         self._epoch_ns = 0
         self.n_medium_rx = 0
         self.n_medium_tx = 0
@@ -143,6 +177,7 @@ class Router:
         self.tun_fd, self.tap_fd, self.tap_name = create_station_devices(
             self.station, station_ip_bytes(self.station)
         )
+        self.tap_ifindex = socket.if_nametoindex(self.tap_name)
         lo_up()
 
     def connect_medium(self) -> None:
@@ -186,9 +221,7 @@ class Router:
         self.clock = MonotonicClock(epoch_monotonic_ns)
         self._epoch_ns = epoch_monotonic_ns
         self._recv = sock.recv
-        poller = select.poll()
-        poller.register(sock.fileno(), select.POLLIN)
-        self._poll = poller.poll
+        self._send_medium = sock.send
 
     def build_core(self) -> None:
         from nodes.extensions import attach_extensions
@@ -211,12 +244,51 @@ class Router:
         default_power = self.welcome.default_tx_power_dbm if self.welcome else math.nan
         if self.mirror_enabled and self.tap_fd >= 0:
             self.mirror = Mirror(self.station, self.freq_mhz, self.rate, default_power)
+            if self.mirror_mode == "always":
+                self._mirror_live = self.mirror
+            else:
+                try:
+                    self._packet_sockets_fd = os.open(self.packet_sockets_path, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError as exc:
+                    self.log.warning("mirror auto: cannot read %s (%s): mirroring always",
+                                     self.packet_sockets_path, exc)
+                    self._mirror_live = self.mirror
+                else:
+                    self._capture_check_at = 0
+
+    def _check_capture(self, now: int) -> None:
+        """``auto`` mirror: is a packet socket bound to the TAP or to every interface running?
+
+        ``/proc/net/packet`` (of the station's netns) lists packet sockets: ``sk RefCnt Type Proto
+        Iface R Rmem User Inode``; ``Iface`` is the ifindex (0: all), ``R`` 1 while it receives.
+        One ``pread`` of the open file (~2 us), at most every ``CAPTURE_CHECK_NS``.
+        """
+        self._capture_check_at = now + CAPTURE_CHECK_NS
+        try:
+            data = os.pread(self._packet_sockets_fd, 1 << 20, 0)
+        except OSError as exc:
+            self.log.warning("mirror auto: cannot read %s (%s): mirroring always", self.packet_sockets_path, exc)
+            self._capture_check_at = _NEVER
+            self._mirror_live = self.mirror
+            return
+        capturing = False
+        ifindexes = (b"0", str(self.tap_ifindex).encode())
+        for line in data.splitlines()[1:]:
+            f = line.split()
+            if len(f) > 5 and f[5] == b"1" and f[4] in ifindexes:
+                capturing = True
+                break
+        live = self.mirror if capturing else None
+        if live is not self._mirror_live:
+            self.log.info("mirror: %s", f"capture on {self.tap_name}, writing frames" if capturing
+                          else "no capture, not writing frames")
+            self._mirror_live = live
 
     # ------------------------------------------------------------------ NodeIO
     def transmit(self, frame: Frame) -> None:
         payload = frame.packet
         n = len(payload)
-        if n > wire.MAX_PAYLOAD:
+        if n > _MAX_PAYLOAD:
             self.io["tx_oversized"] += 1
             assert self.loop is not None
             self.loop.call_soon(self._reject_local, frame)
@@ -225,33 +297,36 @@ class Router:
         self._tx_seq = seq = self._tx_seq + 1
         self.pending[cookie] = frame
         power = frame.tx_power_dbm
-        sock = self.sock
-        if sock is None:
+        send = self._send_medium
+        if send is None:
             self.io["medium_send_dropped"] += 1
             return
+        next_hop = frame.next_hop
         try:
-            sock.send(_TX_PACK(
-                wire.MAGIC, wire.VERSION, wire.TX, seq, 0, cookie, frame.next_hop,
-                wire.NAN if power is None else power, frame.retry_limit or 0,
-                wire.TX_NO_RTS if frame.no_rts else 0, n,
+            # one struct pack and one concatenation: cheaper here than sendmsg() with two iovecs
+            send(_TX_PACK(
+                _MAGIC, _VERSION, _TX, seq, 0, cookie, next_hop, _NAN if power is None else power,
+                frame.retry_limit or 0, _TX_NO_RTS if frame.no_rts else 0, n,
             ) + payload)
         except OSError as exc:
             self.log.warning("medium send failed: %s", exc)
             self._medium_gone()
             return
         self.n_medium_tx += 1
-        mirror = self.mirror
+        if self._capture_check_at <= _monotonic_ns():
+            self._check_capture(_monotonic_ns())
+        mirror = self._mirror_live
         if mirror is not None:
             try:
-                _write(self.tap_fd, mirror.tx_frame(frame.next_hop, power, payload))
+                _write(self.tap_fd, mirror.tx_frame(next_hop, power, payload))
             except OSError as exc:
                 self.io[f"tap_write_error_{exc.errno}"] += 1
         if self._debug:
-            self.log.debug("TX cookie=%d to %d len=%d", cookie, frame.next_hop, n)
+            self.log.debug("TX cookie=%d to %d len=%d", cookie, next_hop, n)
 
     def deliver_local(self, packet: bytes) -> None:
         try:
-            os.write(self.tun_fd, packet)
+            _write(self.tun_fd, packet)
             self.io["tun_tx"] += 1
         except OSError as exc:
             self.io[f"tun_write_error_{exc.errno}"] += 1
@@ -266,64 +341,63 @@ class Router:
 
     # ------------------------------------------------------------------ loop callbacks
     def on_medium_readable(self) -> None:
-        """The medium socket is readable: handle up to ``RX_BATCH`` messages.
+        """The medium socket is readable: handle one message.
 
-        Hot path (docs/router.md "Fast path"): after the first message, ``poll(0)`` says whether
-        another one is queued, which is cheaper than a ``recv`` that raises BlockingIOError.
+        One per callback: the loop's epoll is level-triggered, so if another message is queued the
+        next ``epoll_wait`` returns at once (no sleep), which costs less than asking with
+        ``poll(0)`` or a ``recv`` failing with EAGAIN after every message (docs/router.md).
         """
         recv = self._recv
         if recv is None:
             return
+        try:
+            buf = recv(RECV_SIZE, _MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self.log.warning("medium socket error: %s", exc)
+            self._medium_gone()
+            return
+        if not buf:
+            self._medium_gone()
+            return
+        self._activity += 1
+        self.n_medium_rx += 1
         rt = self.rt
         assert rt is not None
-        for _ in range(RX_BATCH):
-            try:
-                buf = recv(RECV_SIZE, socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError as exc:
-                self.log.warning("medium socket error: %s", exc)
-                self._medium_gone()
-                return
-            if not buf:
-                self._medium_gone()
-                return
-            self._activity += 1
-            self.n_medium_rx += 1
-            try:
-                self._on_message(buf, rt)
-            except wire.MalformedMessage as exc:
-                self._count_malformed(exc.reason)
-            if not self._poll(0):
-                break
+        try:
+            self._on_message(buf, rt)
+        except wire.MalformedMessage as exc:
+            self._count_malformed(exc.reason)
         self._rearm()
 
     def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
         n = len(buf)
         # fast path: a well-formed RX (one unpack for header and body)
-        if n >= _RX_LEN and buf[3] == wire.RX:
+        if n >= _RX_LEN and buf[3] == _RX:
             magic, version, _, seq, _, src, dst, flags, rssi, snr, noise, plen = _RX_UNPACK(buf)
-            if magic == wire.MAGIC and version == wire.VERSION and n == _RX_LEN + plen \
-                    and plen <= wire.MAX_PAYLOAD:
+            if magic == _MAGIC and version == _VERSION and n == _RX_LEN + plen and plen <= _MAX_PAYLOAD:
                 if seq != self._rx_seq + 1:
                     self._rx_seq = seq
                     self._count_malformed("out_of_order")
                     return
                 self._rx_seq = seq
                 payload = buf[_RX_LEN:]
-                mirror = self.mirror
+                now = _monotonic_ns()
+                if self._capture_check_at <= now:
+                    self._check_capture(now)
+                mirror = self._mirror_live
                 if mirror is not None:
                     try:
                         _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
                     except OSError as exc:
                         self.io[f"tap_write_error_{exc.errno}"] += 1
-                rt.handle(FromAir(payload, src, dst, rssi, snr, bool(flags & wire.RX_OVERHEARD)),
-                          _monotonic_ns() - self._epoch_ns)
+                rt.handle(FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns)
                 return
-        if n == _TX_STATUS_LEN and buf[3] == wire.TX_STATUS:
+        if n == _TX_STATUS_LEN and buf[3] == _TX_STATUS:
             (magic, version, _, seq, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if magic == wire.MAGIC and version == wire.VERSION and seq == self._rx_seq + 1 \
-                    and (status == wire.ACKED or status == wire.SENT) and cookie in self.pending:
+            if magic == _MAGIC and version == _VERSION and seq == self._rx_seq + 1 \
+                    and (status == _ACKED or status == _SENT) and cookie in self.pending:
                 self._rx_seq = seq
                 frame = self.pending.pop(cookie)
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
@@ -371,19 +445,18 @@ class Router:
         self._rearm()
 
     def on_tun_readable(self) -> None:
+        """One packet from the kernel (one per callback, like the medium socket)."""
+        try:
+            packet = _read(self.tun_fd, RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not packet:
+            return
         rt = self.rt
         assert rt is not None
-        fd = self.tun_fd
-        for _ in range(RX_BATCH):
-            try:
-                packet = os.read(fd, RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                break
-            if not packet:
-                break
-            self._activity += 1
-            self.n_tun_rx += 1
-            rt.handle(FromLocal(packet), _monotonic_ns() - self._epoch_ns)
+        self._activity += 1
+        self.n_tun_rx += 1
+        rt.handle(FromLocal(packet), _monotonic_ns() - self._epoch_ns)
         self._rearm()
 
     def on_tap_readable(self) -> None:
@@ -420,7 +493,7 @@ class Router:
         self._timer_at = t
         if t is not None:
             assert self.loop is not None
-            self._timer = self.loop.call_at((t + self.clock.epoch_ns) / 1e9, self._on_timer)
+            self._timer = self.loop.call_at_ns(t + self._epoch_ns, self._on_timer)
 
     def _periodic_counters(self) -> None:
         assert self.loop is not None
@@ -468,8 +541,8 @@ class Router:
         self._stop_with(EXIT_MEDIUM_GONE)
 
     def _stop_with(self, code: int) -> None:
-        if self._stop is not None and not self._stop.done():
-            self._stop.set_result(code)
+        if self.loop is not None:
+            self.loop.stop(code)
 
     def snapshot(self) -> dict[str, Any]:
         rt, ctx = self.rt, self.ctx
@@ -510,30 +583,43 @@ class Router:
             self.log.warning("cannot write %s: %s", self.counters_path, exc)
 
     # ------------------------------------------------------------------ main
-    async def serve(self) -> int:
-        loop = asyncio.get_running_loop()
+    def serve(self, loop: EpollLoop | None = None) -> int:
+        """Run the event loop until SIGTERM/SIGINT or the medium goes; return the exit code.
+
+        Uses ``loop`` (or ``self.loop`` if set, else a new ``EpollLoop``); a loop it made itself
+        is closed on return.
+        """
+        own = loop is None and self.loop is None
+        loop = loop or self.loop or EpollLoop()
         self.loop = loop
-        self._stop = loop.create_future()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._stop_with, EXIT_OK)
         assert self.sock is not None and self.rt is not None
-        loop.add_reader(self.sock.fileno(), self.on_medium_readable)
-        if self.tun_fd >= 0:
-            loop.add_reader(self.tun_fd, self.on_tun_readable)
-        if self.tap_fd >= 0:
-            loop.add_reader(self.tap_fd, self.on_tap_readable)
-        self.rt.start(self.clock.now_ns())
-        self._rearm()
-        self.on_medium_readable()  # anything that arrived right after WELCOME
-        self.write_counters()
-        loop.call_later(self.counters_interval_s, self._periodic_counters)
-        self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
-        code = await self._stop
-        for fd in (self.sock.fileno(), self.tun_fd, self.tap_fd):
-            if fd >= 0:
-                loop.remove_reader(fd)
-        if self._timer is not None:
-            self._timer.cancel()
+        fds = [self.sock.fileno(), self.tun_fd, self.tap_fd]
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._stop_with, EXIT_OK)
+            loop.add_reader(fds[0], self.on_medium_readable)
+            if self.tun_fd >= 0:
+                loop.add_reader(self.tun_fd, self.on_tun_readable)
+            if self.tap_fd >= 0:
+                loop.add_reader(self.tap_fd, self.on_tap_readable)
+            self.rt.start(self.clock.now_ns())
+            self._rearm()
+            self.write_counters()
+            loop.call_later(self.counters_interval_s, self._periodic_counters)
+            self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
+            code = loop.run()
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    loop.remove_reader(fd)
+            loop.remove_signal_handlers()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+                self._timer_at = None
+            if own:
+                loop.close()
+                self.loop = None
         return code
 
     def close(self) -> None:
@@ -545,7 +631,10 @@ class Router:
                     pass
             self.sock.close()
             self.sock = None
-            self._recv = self._poll = None
+            self._recv = self._send_medium = None
+        if self._packet_sockets_fd >= 0:
+            os.close(self._packet_sockets_fd)
+            self._packet_sockets_fd = -1
         for fd in (self.tun_fd, self.tap_fd):
             if fd >= 0:
                 os.close(fd)
@@ -570,8 +659,11 @@ def run(config: Mapping[str, Any]) -> int:
     unknown = sorted(set(config) - KNOWN_KEYS)
     if unknown:
         log.warning("router config: ignoring unknown key(s) %s", unknown)
-    router = Router(config, log)
-    loop: asyncio.AbstractEventLoop | None = None
+    try:
+        router = Router(config, log)
+    except (ConfigError, ValueError, TypeError) as exc:
+        log.error("station %d: bad configuration: %s", station, exc)
+        return EXIT_CONFIG
     try:
         os.makedirs(router.out_dir, exist_ok=True)
         router.setup_devices()
@@ -586,19 +678,12 @@ def run(config: Mapping[str, Any]) -> int:
         router.close()
         return EXIT_ERROR
     try:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        code = loop.run_until_complete(router.serve())
+        code = router.serve()
     except Exception:
         log.exception("station %d: router crashed", station)
         code = EXIT_ERROR
     finally:
         router.write_counters()
         router.close()
-        if loop is not None:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-            loop.close()
-            asyncio.set_event_loop(None)
     log.info("station %d stopped (exit %d)", station, code)
     return code

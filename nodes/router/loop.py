@@ -1,0 +1,229 @@
+"""The router daemon's event loop: one ``epoll``, readiness callbacks, a timer heap, signals.
+
+What the daemon needs from an event loop is small (docs/router.md, "The event loop"): a callback
+per readable descriptor (medium socket, TUN, TAP), a few timers (the protocol core's earliest
+timer, the periodic counters file), SIGTERM/SIGINT, and "stop with this exit code". asyncio does
+all of that but costs ~9 us of Python per wake-up on the development machine (handle objects, the
+ready queue, the selector's key mapping); this loop costs ~1-2 us, i.e. about 15 us per forwarded
+packet, which takes two wake-ups (RX, then TX_STATUS). See docs/router.md, "Performance".
+
+Level-triggered epoll: a reader callback handles what it wants (the daemon's handle one message or
+packet each) and returns; if more is queued the next ``epoll_wait`` returns at once without
+sleeping, so a burst is drained without a context switch and without the ``recv`` that fails with
+EAGAIN (an exception, ~2.8 us here) that a drain-until-EAGAIN loop pays on every wake-up.
+
+Times are ``time.monotonic_ns()`` integers. ``epoll_wait`` takes milliseconds, rounded up, so a
+timer never fires early and fires at most ~1 ms late (asyncio's selector loop behaves the same).
+Signals: ``signal.set_wakeup_fd`` on a non-blocking socketpair registered with the epoll, so a
+signal arriving while the loop sleeps wakes it up; the handler runs in the main thread between two
+callbacks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import select
+import signal
+import socket
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+_monotonic_ns = time.monotonic_ns
+_EPOLLIN = select.EPOLLIN
+_MAX_TIMEOUT_S = 24 * 3600.0
+_log = logging.getLogger(__name__)
+
+
+class TimerHandle:
+    """A pending ``call_at``; ``cancel()`` makes it a no-op (removed lazily from the heap)."""
+
+    __slots__ = ("when_ns", "callback", "args", "_cancelled", "_loop")
+
+    def __init__(
+        self, when_ns: int, callback: Callable[..., Any], args: tuple[Any, ...], loop: EpollLoop | None = None
+    ) -> None:
+        self.when_ns = when_ns
+        self.callback = callback
+        self.args = args
+        self._cancelled = False
+        self._loop = loop
+
+    def cancel(self) -> None:
+        if not self._cancelled:
+            self._cancelled = True
+            if self._loop is not None:
+                self._loop._timer_cancelled()
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def when(self) -> float:
+        """The due time in seconds of ``time.monotonic()`` (asyncio's ``TimerHandle.when``)."""
+        return self.when_ns / 1e9
+
+
+class EpollLoop:
+    """``add_reader``, ``call_at``/``call_later``/``call_soon``, signal handlers, ``run() -> code``."""
+
+    def __init__(self) -> None:
+        self._ep = select.epoll()
+        self._readers: dict[int, Callable[[], None]] = {}
+        self._heap: list[tuple[int, int, TimerHandle]] = []
+        self._seq = itertools.count()
+        self._soon: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self._signals: dict[int, Any] = {}
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self._old_wakeup_fd = -1
+        self._code: int | None = None
+        self._closed = False
+        self._n_cancelled = 0
+
+    # ------------------------------------------------------------------ readers
+    def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
+        if fd in self._readers:
+            self._ep.modify(fd, _EPOLLIN)
+        else:
+            self._ep.register(fd, _EPOLLIN)
+        self._readers[fd] = callback
+
+    def remove_reader(self, fd: int) -> bool:
+        if self._readers.pop(fd, None) is None:
+            return False
+        try:
+            self._ep.unregister(fd)
+        except (OSError, ValueError):  # already closed
+            pass
+        return True
+
+    # ------------------------------------------------------------------ timers
+    def time_ns(self) -> int:
+        return _monotonic_ns()
+
+    def call_at_ns(self, when_ns: int, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        h = TimerHandle(when_ns, callback, args, self)
+        heapq.heappush(self._heap, (when_ns, next(self._seq), h))
+        return h
+
+    def _timer_cancelled(self) -> None:
+        """Drop cancelled handles once they are most of a non-trivial heap (asyncio does the same)."""
+        self._n_cancelled += 1
+        heap = self._heap
+        if self._n_cancelled > 64 and 2 * self._n_cancelled > len(heap):
+            heap[:] = [e for e in heap if not e[2]._cancelled]
+            heapq.heapify(heap)
+            self._n_cancelled = 0
+
+    def call_later(self, delay_s: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        return self.call_at_ns(_monotonic_ns() + round(delay_s * 1e9), callback, *args)
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback`` at the next loop iteration, before sleeping."""
+        self._soon.append((callback, args))
+
+    # ------------------------------------------------------------------ signals
+    def add_signal_handler(self, sig: int, callback: Callable[..., Any], *args: Any) -> None:
+        if self._wake_r is None:
+            self._wake_r, self._wake_w = socket.socketpair()
+            self._wake_r.setblocking(False)
+            self._wake_w.setblocking(False)
+            self._old_wakeup_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+            self.add_reader(self._wake_r.fileno(), self._drain_wakeup)
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            callback(*args)
+
+        self._signals[sig] = signal.signal(sig, handler)
+
+    def remove_signal_handlers(self) -> None:
+        for sig, old in self._signals.items():
+            signal.signal(sig, old)
+        self._signals.clear()
+        if self._wake_r is not None and self._wake_w is not None:
+            signal.set_wakeup_fd(self._old_wakeup_fd)
+            self.remove_reader(self._wake_r.fileno())
+            self._wake_r.close()
+            self._wake_w.close()
+            self._wake_r = self._wake_w = None
+
+    def _drain_wakeup(self) -> None:
+        assert self._wake_r is not None
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    # ------------------------------------------------------------------ running
+    def stop(self, code: int) -> None:
+        """Make ``run()`` return ``code`` after the current callback (the first stop wins)."""
+        if self._code is None:
+            self._code = code
+
+    def stopping(self) -> bool:
+        return self._code is not None
+
+    def run(self) -> int:
+        """Run until ``stop(code)``; return the code.
+
+        An exception in a callback is logged and the loop goes on (as asyncio's loop does): one
+        bad packet must not take the station down.
+        """
+        while self._code is None:
+            try:
+                self._run()
+            except Exception:
+                _log.exception("exception in an event loop callback")
+        return self._code
+
+    def _run(self) -> None:
+        poll = self._ep.poll
+        readers = self._readers
+        heap = self._heap
+        soon = self._soon
+        while self._code is None:
+            if soon:
+                timeout = 0.0
+            elif heap:
+                timeout = (heap[0][0] - _monotonic_ns()) / 1e9
+                if timeout < 0.0:
+                    timeout = 0.0
+                elif timeout > _MAX_TIMEOUT_S:
+                    timeout = _MAX_TIMEOUT_S
+            else:
+                timeout = -1.0
+            for fd, _ in poll(timeout):
+                cb = readers.get(fd)
+                if cb is not None:
+                    cb()
+                if self._code is not None:
+                    break
+            for _ in range(len(soon)):  # not the ones these add: they run next iteration
+                fn, args = soon.pop(0)
+                fn(*args)
+            if heap and heap[0][0] <= _monotonic_ns():
+                self._run_timers()
+
+    def _run_timers(self) -> None:
+        heap = self._heap
+        now = _monotonic_ns()
+        while heap and heap[0][0] <= now and self._code is None:
+            h = heapq.heappop(heap)[2]
+            if h._cancelled:
+                self._n_cancelled -= 1
+            else:
+                h._loop = None  # fired: a late cancel() no longer counts against the heap
+                h.callback(*h.args)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.remove_signal_handlers()
+        self._readers.clear()
+        self._heap.clear()
+        self._ep.close()
