@@ -75,6 +75,8 @@ class Scheduler:
         return entry[0] if entry else None
 
     def next_time(self) -> int | None:
+        if not self._heap:
+            return None
         self._skip_dead()
         return self._heap[0][0] if self._heap else None
 

@@ -41,7 +41,7 @@ class InterfaceQueue:
         Drop-tail, except that a control frame arriving at a full queue pushes out the last data
         frame (ns-2 PriQueue puts routing packets at the head, so they are never starved by data).
         """
-        if len(self) < self.capacity:
+        if len(self._control) + len(self._data) < self.capacity:
             (self._control if frame.control else self._data).append(frame)
             return None
         if frame.control and self._data:

@@ -92,8 +92,7 @@ class NodeRuntime:
         """The MAC finished the outstanding frame."""
         self.mac_busy = None
         self.ctx.counters.mac["tx_ok" if status.ok else "tx_failed"] += 1
-        self.handle(status, now_ns)
-        self.pump()
+        self.handle(status, now_ns)  # ends in apply(), which pumps the next frame to the MAC
 
     def fire_due(self, now_ns: int) -> None:
         for key in self.timers.pop_due(now_ns):

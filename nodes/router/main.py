@@ -56,6 +56,7 @@ KNOWN_KEYS = frozenset(
         "ifq_len", "promiscuous", "out_dir",
         # optional, router-only (docs/router.md)
         "mirror", "log_level", "welcome_timeout_s", "counters_interval_s",
+        "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
     }
 )
 _RX_UNPACK = wire.RX_ST.unpack_from
@@ -240,6 +241,11 @@ class Router:
         # the runtime exists before extensions attach, so an endpoint agent (nodes.tcpctl) can be
         # plugged into it first
         self.rt = NodeRuntime(self.ctx, self.protocol, self)
+        tcpctl = self.config.get("tcpctl")
+        if isinstance(tcpctl, Mapping) and tcpctl.get("enabled"):
+            from nodes.tcpctl.station import attach
+
+            attach(self, tcpctl)  # ctx.endpoint, rt.endpoint; inside the station's netns
         self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
         default_power = self.welcome.default_tx_power_dbm if self.welcome else math.nan
         if self.mirror_enabled and self.tap_fd >= 0:
@@ -484,7 +490,7 @@ class Router:
         """Keep exactly one loop timer, for the runtime's earliest timer."""
         rt = self.rt
         assert rt is not None
-        t = rt.next_timer_ns()
+        t = rt.timers.next_time()
         if t == self._timer_at:
             return
         if self._timer is not None:
@@ -602,6 +608,9 @@ class Router:
                 loop.add_reader(self.tun_fd, self.on_tun_readable)
             if self.tap_fd >= 0:
                 loop.add_reader(self.tap_fd, self.on_tap_readable)
+            tcpctl_control = getattr(self, "tcpctl_control", None)  # set by nodes.tcpctl.station.attach
+            if tcpctl_control is not None:
+                tcpctl_control.start(loop)
             self.rt.start(self.clock.now_ns())
             self._rearm()
             self.write_counters()
@@ -627,8 +636,16 @@ class Router:
             if self._medium_up:
                 try:
                     self.sock.send(wire.encode_bye(self._next_seq()))
-                except OSError:
+                except OSError as exc:
+                    self.log.info("BYE not sent: %s", exc)
+            # Closing an AF_UNIX socket with unread messages in its receive queue resets the
+            # connection: the medium's next recv() fails with ECONNRESET before it reads our BYE.
+            # Drain what arrived after the loop stopped first.
+            try:
+                while self.sock.recv(RECV_SIZE, _MSG_DONTWAIT):
                     pass
+            except OSError:
+                pass
             self.sock.close()
             self.sock = None
             self._recv = self._send_medium = None

@@ -39,7 +39,10 @@ def ip_packet(src: int, dst: int, ttl: int = 64, payload: bytes = b"hello") -> b
 
 
 class Harness:
-    def __init__(self, tmp: Path, routes: dict[str, int] | None = None, mirror: bool = True) -> None:
+    def __init__(
+        self, tmp: Path, routes: dict[str, int] | None = None, mirror: bool | str = True,
+        packet_sockets: Path | None = None,
+    ) -> None:
         config = {
             "run_id": "t",
             "station_id": 2,
@@ -65,6 +68,9 @@ class Harness:
         self.medium.settimeout(2)
         r.welcome = wire.Welcome(1, 0, 2, 3, time.monotonic_ns(), 15.0, 0)
         r.attach_medium(ours, r.welcome.epoch_monotonic_ns)
+        if packet_sockets is not None:
+            r.packet_sockets_path = str(packet_sockets)
+            r.tap_ifindex = 7
         r.build_core()
         self.loop = EpollLoop()
         r.loop = self.loop
@@ -294,3 +300,86 @@ def test_run_rejects_bad_config(tmp_path: Path) -> None:
     assert (
         run({"station_id": 0, "medium_socket": "x", "protocol": {}, "out_dir": str(tmp_path)}) == EXIT_CONFIG
     )
+
+
+PACKET_HEADER = "sk               RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+
+
+def packet_socket_line(ifindex: int, running: int = 1) -> str:
+    return f"000000003ee2f7c1 3      3    0003   {ifindex}     {running} 0      0      147648\n"
+
+
+@pytest.mark.parametrize(
+    "sockets,mirrored",
+    [
+        ("", False),
+        (packet_socket_line(7), True),  # tcpdump -i sta2-wlan0
+        (packet_socket_line(0), True),  # tcpdump -i any
+        (packet_socket_line(3), False),  # another interface
+        (packet_socket_line(7, running=0), False),  # bound, not receiving
+    ],
+)
+def test_mirror_auto_writes_frames_only_while_a_packet_socket_listens(
+    tmp_path: Path, sockets: str, mirrored: bool
+) -> None:
+    proc = tmp_path / "packet"
+    proc.write_text(PACKET_HEADER + sockets)
+    harness = Harness(tmp_path, routes={"3": 3}, mirror="auto", packet_sockets=proc)
+    try:
+        harness.rx(1, 2, ip_packet(1, 3))
+        assert isinstance(harness.recv(), wire.Tx)
+        assert len(harness.taps()) == (2 if mirrored else 0)
+    finally:
+        harness.close()
+
+
+def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> None:
+    proc = tmp_path / "packet"
+    proc.write_text(PACKET_HEADER)
+    h = Harness(tmp_path, routes={"3": 3}, mirror="auto", packet_sockets=proc)
+    r = h.router
+    try:
+        def forward() -> int:
+            h.rx(1, 2, ip_packet(1, 3))
+            tx = h.recv()
+            assert isinstance(tx, wire.Tx)
+            h.status(tx.cookie, wire.ACKED)
+            return len(h.taps())
+
+        assert forward() == 0
+        proc.write_text(PACKET_HEADER + packet_socket_line(7))
+        assert forward() == 0  # the answer is at most CAPTURE_CHECK_NS old
+        r._capture_check_at = 0  # 200 ms later
+        assert forward() == 2
+        proc.write_text(PACKET_HEADER)
+        r._capture_check_at = 0
+        assert forward() == 0
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize(
+    "value,mode",
+    [(True, "always"), (False, "off"), ("auto", "auto"), ({"enabled": False}, "off"),
+     ({"mode": "always", "freq_mhz": 5180}, "always")],
+)
+def test_mirror_config(value: object, mode: str) -> None:
+    from nodes.router.main import mirror_config
+
+    assert mirror_config(value)[0] == mode
+
+
+def test_mirror_config_rejects_unknown_mode(tmp_path: Path) -> None:
+    assert run({"station_id": 1, "medium_socket": "x", "protocol": {}, "out_dir": str(tmp_path),
+                "mirror": "sometimes"}) == EXIT_CONFIG
+
+
+def test_bye_reaches_the_medium_even_with_unread_messages(tmp_path: Path) -> None:
+    """Closing with unread messages would reset the connection and lose the BYE (ECONNRESET)."""
+    harness = Harness(tmp_path)
+    try:
+        harness.medium.send(wire.encode_rx(harness.next_seq(), 0, 1, 2, ip_packet(1, 2)))  # never read
+        harness.router.close()
+        assert isinstance(harness.recv(), wire.Bye)
+    finally:
+        harness.close()

@@ -1,0 +1,83 @@
+"""The router's epoll loop (nodes/router/loop.py): readers, timers, call_soon, signals, errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+from nodes.router.loop import EpollLoop
+
+
+def test_timers_fire_in_order_and_cancelled_ones_do_not() -> None:
+    loop = EpollLoop()
+    fired: list[str] = []
+    now = loop.time_ns()
+    loop.call_at_ns(now + 20_000_000, fired.append, "b")
+    loop.call_at_ns(now + 10_000_000, fired.append, "a")
+    h = loop.call_at_ns(now + 15_000_000, fired.append, "x")
+    h.cancel()
+    assert h.cancelled()
+    loop.call_at_ns(now + 30_000_000, loop.stop, 7)
+    t0 = time.monotonic_ns()
+    assert loop.run() == 7
+    assert fired == ["a", "b"]
+    assert time.monotonic_ns() - t0 >= 30_000_000 - 1_000_000  # never early (ms rounding up)
+    loop.close()
+
+
+def test_reader_is_called_while_data_is_queued_and_soon_runs_first() -> None:
+    loop = EpollLoop()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    b.setblocking(False)
+    got: list[bytes] = []
+    order: list[str] = []
+
+    def on_readable() -> None:  # one message per callback: level-triggered epoll calls again
+        got.append(b.recv(100))
+        if len(got) == 3:
+            loop.stop(0)
+
+    for m in (b"1", b"2", b"3"):
+        a.send(m)
+    loop.add_reader(b.fileno(), on_readable)
+    loop.call_soon(order.append, "soon")
+    assert loop.run() == 0
+    assert got == [b"1", b"2", b"3"] and order == ["soon"]
+    assert loop.remove_reader(b.fileno()) and not loop.remove_reader(b.fileno())
+    loop.close()
+    a.close()
+    b.close()
+
+
+def test_signal_wakes_the_loop_and_handlers_are_restored() -> None:
+    before = signal.getsignal(signal.SIGUSR1)
+    loop = EpollLoop()
+    loop.add_signal_handler(signal.SIGUSR1, loop.stop, 5)
+    loop.call_later(0.05, os.kill, os.getpid(), signal.SIGUSR1)
+    loop.call_later(10, loop.stop, 99)  # not reached
+    assert loop.run() == 5
+    loop.close()
+    assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_a_failing_callback_is_logged_and_the_loop_goes_on() -> None:
+    loop = EpollLoop()
+
+    def boom() -> None:
+        raise RuntimeError("bug")
+
+    loop.call_soon(boom)
+    loop.call_later(0.01, loop.stop, 3)
+    assert loop.run() == 3
+    loop.close()
+
+
+def test_many_cancelled_timers_are_compacted() -> None:
+    loop = EpollLoop()
+    far = loop.time_ns() + 10**12
+    for i in range(1000):
+        loop.call_at_ns(far + i, lambda: None).cancel()
+    assert len(loop._heap) < 200
+    loop.close()
