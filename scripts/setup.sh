@@ -16,4 +16,7 @@ python3 -m pip install -q --disable-pip-version-check -r requirements.txt
 if [ -f medium/Cargo.toml ]; then
   (cd medium && cargo build --release -q)
 fi
+if [ -f nodes/tcpctl/bpf/Makefile ]; then
+  make -s -C nodes/tcpctl/bpf
+fi
 echo "setup: ok"

@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"clean: deleted interface {name}")
         for t in rep.nft_tables:
             print(f"clean: deleted nftables table {t}")
+        for rid in rep.bpf:
+            print(f"clean: unloaded the BPF programs of run {rid} (/sys/fs/bpf/mt{rid})")
         for rid in rep.skipped_live:
             print(f"clean: run {rid} is still running (its runner is alive); use --force to clean it")
     return 0

@@ -6,7 +6,8 @@ What is ours is found only by
   ``/proc`` start time, so a recycled pid is never signalled, and
 - our name prefix: namespaces ``mt<6 hex>-*`` (every process inside one is ours, found by its
   ``/proc/<pid>/ns/net``, like ``ip netns pids``), root-namespace interfaces and nftables tables
-  named ``mt<6 hex>...``.
+  named ``mt<6 hex>...``, BPF pin directories ``/sys/fs/bpf/mt<6 hex>`` and congestion controls
+  ``mtctl_<6 hex>`` / ``vegas_<6 hex>`` (tcpctl).
 
 Nothing is looked up or killed by process name. A run whose runner is still alive is left alone
 unless ``force`` is given.
@@ -38,9 +39,10 @@ class CleanReport:
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     nft_tables: list[str] = field(default_factory=list)
+    bpf: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.runs or self.killed or self.namespaces or self.links or self.nft_tables)
+        return not (self.runs or self.killed or self.namespaces or self.links or self.nft_tables or self.bpf)
 
 
 def kill_in_namespaces(names: list[str], report: CleanReport, timeout_s: float = 2.0) -> None:
@@ -77,6 +79,11 @@ def clean_run(
     kill_in_namespaces(names, report, timeout_s)
     netns.delete(names)
     report.namespaces.extend(n for n in names if not netns.exists(n))
+    # after the namespaces: their sockets (users of the run's congestion controls) are gone
+    from testbed import tcpctl
+
+    if tcpctl.clean_leftovers(set(), [reg.run_id]):
+        report.bpf.append(reg.run_id)
     shutil.rmtree(run_dir(reg.run_id), ignore_errors=True)
     report.runs.append(reg.run_id)
     return report
@@ -169,6 +176,9 @@ def clean_leftovers(*, force: bool = False, run_ids: list[str] | None = None) ->
                 continue
             subprocess.run(["nft", "delete", "table", family, table], capture_output=True, check=False)
             report.nft_tables.append(f"{family} {table}")
+        from testbed import tcpctl
+
+        report.bpf.extend(tcpctl.clean_leftovers(live))
     return report
 
 

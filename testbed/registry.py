@@ -29,6 +29,7 @@ class Registry:
     processes: list[dict[str, Any]] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     results_dir: str | None = None
+    bpf_pin_dir: str | None = None  # /sys/fs/bpf/mt<runid> when the run loads tcpctl's BPF side
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -59,6 +60,7 @@ class Registry:
             processes=list(data.get("processes", [])),
             namespaces=list(data.get("namespaces", [])),
             results_dir=data.get("results_dir"),
+            bpf_pin_dir=data.get("bpf_pin_dir"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,6 +70,7 @@ class Registry:
             "processes": self.processes,
             "namespaces": self.namespaces,
             "results_dir": self.results_dir,
+            "bpf_pin_dir": self.bpf_pin_dir,
         }
 
     def save(self) -> None:

@@ -30,6 +30,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from testbed import cleanup, netns, procs, traffic
+from testbed import tcpctl as tcpctl_glue
 from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
 from testbed.naming import new_run_id, prefix, run_dir
 from testbed.registry import Registry
@@ -78,11 +79,12 @@ def router_config(
     state: Path,
     out_dir: Path,
     routes: dict[int, dict[int, int]] | None,
+    tcpctl: tcpctl_glue.RunTcpCtl | None = None,
 ) -> dict[str, Any]:
     protocol: dict[str, Any] = {"name": sc.routing.protocol, "params": dict(sc.routing.params)}
     if sc.routing.protocol == "static":
         protocol["routes"] = {str(d): nh for d, nh in sorted((routes or {}).get(sid, {}).items())}
-    return {
+    cfg = {
         "run_id": run_id,
         "station_id": sid,
         "n_stations": sc.stations.count,
@@ -94,6 +96,10 @@ def router_config(
         "promiscuous": sc.routing.promiscuous,
         "out_dir": str(out_dir),
     }
+    tc = tcpctl_glue.router_config(tcpctl, state, sid)
+    if tc is not None:
+        cfg["tcpctl"] = tc
+    return cfg
 
 
 def nstat_snapshot(st: Station, history: Path) -> dict[str, int]:
@@ -154,6 +160,8 @@ class Testbed:
         self.flows: list[traffic.Flow] = []
         self.captures: list[subprocess.Popen[bytes]] = []
         self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
+        self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
+        self.sampler: Any = None  # nodes.tcpctl.observe.DiagSampler during run()
         self.timings: dict[str, float] = {}
         self._stopped = False
         self._started = False
@@ -251,6 +259,20 @@ class Testbed:
         netns.create(names)
         self.timings["netns_s"] = time.monotonic() - t_start
 
+        # tcpctl's BPF side (before any station sets tcp_congestion_control or starts a router)
+        if tcpctl_glue.bpf_wanted(sc):
+            from nodes.tcpctl.kernel import run_dir as bpf_run_dir
+
+            self.registry.bpf_pin_dir = str(bpf_run_dir(self.run_id))  # before: a crash mid-load is cleaned
+            self.registry.save()
+            self.tcpctl = tcpctl_glue.load(sc, self.run_id)
+            res.summary["tcpctl"] = {
+                "agent": self.tcpctl.agent,
+                "pin_dir": self.tcpctl.pin_dir,
+                "cc_names": self.tcpctl.cc_names,
+            }
+            res.save_summary()
+
         # the medium
         if not self.medium_bin.exists():
             raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
@@ -285,12 +307,9 @@ class Testbed:
 
         # the zygote and the routers
         zlog = open(res.dir / "logs" / "zygote.log", "wb")
+        # setns by the zygote itself, not `ip netns exec` (which remounts /sys and so hides bpffs)
         self.zygote = subprocess.Popen(
             [
-                "ip",
-                "netns",
-                "exec",
-                ctl_ns,
                 sys.executable,
                 "-m",
                 "testbed.zygote",
@@ -298,6 +317,8 @@ class Testbed:
                 self.router_target,
                 "--name",
                 f"{prefix(self.run_id)}-zyg",
+                "--netns",
+                ctl_ns,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -313,9 +334,13 @@ class Testbed:
             raise BringUpError(f"zygote: {hello.get('error')}")
         routes = sc.static_routes(self.seed) if sc.routing.protocol == "static" else None
         sysctls = station_sysctls(sc)
+        if self.tcpctl is not None:
+            sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
         items = []
         for sid in ids:
-            cfg = router_config(sc, self.run_id, self.seed, sid, self.state, res.dir / "routers", routes)
+            cfg = router_config(
+                sc, self.run_id, self.seed, sid, self.state, res.dir / "routers", routes, self.tcpctl
+            )
             write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg)
             items.append(
                 {
@@ -434,8 +459,13 @@ class Testbed:
         before = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
         write_json(res.dir / "nstat" / "before.json", {f"sta{k}": v for k, v in before.items()})
         self.flows = traffic.make_flows(sc, res.dir / "flows")
+        for fl in self.flows:
+            cc = getattr(fl.spec, "cc", None)
+            if self.tcpctl is not None and cc:
+                fl.cc_name = self.tcpctl.cc(cc)
         if self.flows:
             traffic.start_servers(self.flows, self.stations)
+        self.start_observer()
         res.summary["flows"] = [self._flow_summary(fl) for fl in self.flows]
         res.save_summary()
         pending = sorted(self.flows, key=lambda f: f.spec.start_s)
@@ -446,6 +476,8 @@ class Testbed:
             while pending and pending[0].spec.start_s <= now:
                 fl = pending.pop(0)
                 traffic.start_client(fl, self.stations, end_s - fl.spec.start_s, now)
+                if self.sampler is not None:
+                    self.sampler.kick()
                 running.append(fl)
                 self._log(f"t={now:6.2f}s start {fl.id} sta{fl.src} -> sta{fl.dst}")
             for fl in list(running):
@@ -470,6 +502,7 @@ class Testbed:
             traffic.stop_proc(fl.server)
             if not fl.done:
                 self._finish_flow(fl)
+        self.stop_observer()
         after = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
         write_json(res.dir / "nstat" / "after.json", {f"sta{k}": v for k, v in after.items()})
         timeouts = {
@@ -481,10 +514,62 @@ class Testbed:
         for fl, fs in zip(self.flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
                 fs["tcp_timeouts"] = timeouts.get(fl.src)
+        self._summarise_series()
         res.summary["duration_s"] = round(time.monotonic() - run_started, 3)
         res.summary["complete"] = True
         res.save_summary()
         return res.summary
+
+    # ------------------------------------------------------------------ per-connection time series
+    def start_observer(self) -> None:
+        """Sample tcp_info of every TCP flow's connections in the sender's namespace (inet_diag).
+
+        Every ``tcpctl.observe_interval_ms`` (default 100 ms) one netlink dump per sending station,
+        from one thread of the runner (no subprocess); written to ``tcp/staN.{csv,jsonl}``.
+        """
+        ms = self.scenario.tcpctl.observe_interval_ms
+        tcp = [fl for fl in self.flows if fl.proto == "tcp"]
+        if not ms or not tcp or self.sampler is not None:
+            return
+        from nodes.tcpctl.observe import DiagSampler
+
+        senders = {f"sta{fl.src}": self.stations[fl.src].netns for fl in tcp}
+        self.sampler = DiagSampler(senders, ms / 1000, {fl.port for fl in tcp}, clock=self.now_s).start()
+
+    def stop_observer(self) -> None:
+        smp = self.sampler
+        if smp is None or smp.socks == {}:
+            return
+        t0 = time.monotonic()
+        smp.stop()
+        if self.results is not None:
+            smp.write(self.results.dir / "tcp")
+            self.results.summary["observer"] = {
+                "interval_ms": self.scenario.tcpctl.observe_interval_ms,
+                "dumps": smp.n_dumps,
+                "cpu_s": round(smp.cpu_s, 3),
+                "files": "tcp/",
+            }
+        self.timings["observer_write_s"] = time.monotonic() - t0
+
+    def _summarise_series(self) -> None:
+        """Per flow: the data connection's time series in numbers (``flows[].tcp``)."""
+        smp = self.sampler
+        if smp is None or self.results is None:
+            return
+        from nodes.tcpctl.observe import conn_summary
+
+        for fl, fs in zip(self.flows, self.results.summary["flows"], strict=True):
+            if fl.proto != "tcp":
+                continue
+            rows = [r for r in smp.samples.get(f"sta{fl.src}", []) if r["conn"].endswith(f":{fl.port}")]
+            by_conn: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                by_conn.setdefault(r["conn"], []).append(r)
+            if not by_conn:
+                continue
+            data = max(by_conn, key=lambda c: int(by_conn[c][-1].get("bytes_acked", 0) or 0))
+            fs["tcp"] = {"conn": data, **conn_summary(by_conn[data])}
 
     def _flow_summary(self, fl: traffic.Flow) -> dict[str, Any]:
         s = fl.spec
@@ -498,6 +583,8 @@ class Testbed:
         }
         if fl.proto == "tcp":
             out["cc"] = getattr(s, "cc", None)
+            if fl.cc_name:
+                out["cc_kernel"] = fl.cc_name
         out.update({"throughput_bps": None, "tcp_timeouts": None, "retransmits": None})
         return out
 
@@ -535,6 +622,8 @@ class Testbed:
                     self._finish_flow(fl)
             for p in self.captures:
                 traffic.stop_proc(p, grace_s=1.0)
+            if self.sampler is not None:
+                self.stop_observer()
             if self.zygote is not None and self.zygote.poll() is None:
                 try:
                     self._zygote_call({"op": "stop", "timeout_s": 2.0}, timeout_s=6.0)

@@ -39,6 +39,7 @@ class Flow:
     started_at_s: float | None = None  # run time at which the client started
     done: bool = False
     result: dict[str, Any] = field(default_factory=dict)
+    cc_name: str | None = None  # the kernel's name for spec.cc when it differs (vegas_<runid>, ...)
 
     @property
     def src(self) -> int:
@@ -58,7 +59,7 @@ class Flow:
             argv += ["-t", f"{max(1, round(dur))}"]
         if isinstance(s, TcpFlow):
             if s.cc:
-                argv += ["-C", s.cc]
+                argv += ["-C", self.cc_name or s.cc]
             argv += ["-M", str(s.mss)]
             if s.max_window_pkts is not None:
                 argv += ["-w", str(s.max_window_pkts * s.mss)]

@@ -198,7 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.zygote")
     ap.add_argument("--target", default="nodes.router.main:run", help="module:function run in each child")
     ap.add_argument("--name", default="", help="process name of the zygote")
+    ap.add_argument(
+        "--netns",
+        default="",
+        help="network namespace to enter first (setns: unlike `ip netns exec` it keeps the host's "
+        "/sys, so the routers see the run's BPF pins under /sys/fs/bpf)",
+    )
     args = ap.parse_args(argv)
+    if args.netns:
+        fd = os.open(os.path.join(NETNS_DIR, args.netns), os.O_RDONLY)
+        try:
+            procs.setns_fd(fd)  # single-threaded here: the whole process moves
+        finally:
+            os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when we stop
     signal.signal(signal.SIGTERM, _exit_on_signal)
     if args.name:

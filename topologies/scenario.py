@@ -262,6 +262,15 @@ class TcpSettings(_Model):
     extra_sysctls: dict[str, str | int] = Field(default_factory=dict)
 
 
+class TcpCtlSettings(_Model):
+    """Cross-layer control of kernel TCP (docs/tcpctl.md). The orchestrator also loads the BPF
+    side whenever a flow uses vegas, and the endpoint agent whenever an extension needs it."""
+
+    enabled: StrictBool = False  # endpoint agent in every router + the run's BPF programs
+    controllable_reno: StrictBool = True  # reno flows use the run's controllable Reno (mtctl_<id>)
+    observe_interval_ms: Annotated[StrictInt, Field(ge=0, le=10_000)] = 100  # 0: no time series
+
+
 class Link(_Model):
     a: StationId
     b: StationId
@@ -319,6 +328,7 @@ class Scenario(_Model):
     traffic: Traffic = Field(default_factory=Traffic)
     routing: Routing = Field(default_factory=Routing)
     tcp: TcpSettings = Field(default_factory=TcpSettings)
+    tcpctl: TcpCtlSettings = Field(default_factory=TcpCtlSettings)
     links: list[Link] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     capture: Capture = Field(default_factory=Capture)

@@ -62,6 +62,8 @@ class AgentParams:
     mtu: int = 1500
     route_control: bool = False
     """Mark outgoing TCP with the route-number (S2) and echo RR-number/NR in ACKs (R1)."""
+    default_rto_ns: int = 6 * NS_PER_S
+    """ELFN thaw with default values: "RTO 6 s, cwnd 2" (Yu 2004 s3.1)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -128,6 +130,8 @@ class Conn:
     ecn_out: EcnRule | None = None
     rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
     n_rto_seen: int = 0
+    ts_val: int | None = None  # the kernel's latest TSval (RFC 7323) and when the agent saw it
+    ts_val_ns: int = 0
     stats: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
             (
@@ -180,6 +184,8 @@ class EndpointAgent:
         c = self._conn(cid, now_ns)
         out: list[Action] = []
         c.stats["seg_out"] += 1
+        if t.ts_val is not None:
+            c.ts_val, c.ts_val_ns = t.ts_val, now_ns
         retrans = False
         if t.seg_len:
             retrans = c.snd_nxt is not None and P.seq_lt(t.seq, c.snd_nxt)
@@ -206,6 +212,8 @@ class EndpointAgent:
             # the kernel's own zero-window probe (RFC 9293 3.8.6.1): ELFN's frozen sender is silent
             c.stats["withheld_out"] += 1
             return [Drop(packet, "tcpctl_withheld")]
+        if c.hold is not None and c.hold.mode == HoldMode.PERSIST and (t.seg_len or t.seq != c.snd_nxt):
+            c.hold.probes += 1  # a kernel segment while in persist: a probe (data or window probe)
         if t.flags & P.ACK and not t.flags & (P.SYN | P.RST):
             c.last_out_pkt = packet
         buf = bytearray(packet)
@@ -565,10 +573,13 @@ class EndpointAgent:
                 c.hold = None
                 out.append(CancelTimer((ENDPOINT, "thaw", c.id)))
                 self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
-                out.append(ToKernel(self._ecn_in(c, packet)))
+                out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
                 out += self._retransmit_lost(c, lost)
                 return _DONE
-            if h.release_on == "any_ack" or (h.release_on == "new_ack" and new_ack):
+            # ATCP disconnected: leave persist "when the receiver answers a probe" -- an ACK that
+            # was already in flight when the hold began answers nothing (it gets window 0)
+            answered = h.mode != HoldMode.PERSIST or h.probes > 0
+            if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
                 c.hold = None
                 out.append(ToKernel(self._ecn_in(c, packet)))
                 return _DONE
@@ -576,6 +587,32 @@ class EndpointAgent:
             c.stats["dupacks_withheld"] += 1
             return Drop(packet, "tcpctl_dupack_withheld")
         return None
+
+    def _thaw_rtt_sample(self, c: Conn, packet: bytes, mode: Restore, now_ns: int) -> bytes:
+        """Make the thawing ACK carry the RTT sample the restore asks for (TSecr rewritten).
+
+        The probe is a copy of a segment sent before the freeze, so its echoed timestamp would
+        give the kernel an RTT sample as long as the freeze (RFC 7323 RTTM on a retransmission)
+        and an RTO of about that. ``old``: a sample equal to the srtt at the freeze (the estimator
+        keeps its values, the RTO stays about the old one). ``default``: a sample of
+        ``default_rto_ns``, which puts the estimator above 6 s; the congestion control caps the
+        RTO at exactly 6 s (TCP_RTO_MAX_MS) until data sent after the thaw is ACKed. Needs
+        timestamps on the connection and the kernel's TSval clock in ms (Linux default).
+        """
+        t = P.parse_tcp(packet)
+        if t is None or t.ts_ecr is None or c.ts_val is None:
+            return packet
+        if mode == "default":
+            sample_ms = self.params.default_rto_ns // NS_PER_MS
+        else:
+            st = self.kernel.state(c.id) or {}
+            if not st.get("frz_srtt_us"):
+                return packet
+            sample_ms = max(1, int(st["frz_srtt_us"]) // 1000)
+        ts_now = c.ts_val + (now_ns - c.ts_val_ns) // NS_PER_MS
+        buf = bytearray(packet)
+        P.set_ts_ecr(buf, ts_now - sample_ms)
+        return bytes(buf)
 
     def _ecn_in(self, c: Conn, packet: bytes) -> bytes:
         if c.ecn_in is None:

@@ -16,7 +16,7 @@ Every sender behaviour of the papers is a call here (docs/fidelity.md has the fu
 | Route-control SR-5 single valid dupACK -> retransmit | ``on_dupack`` + ``retransmit(conn, seq, now)`` |
 | Route-control route-number / NEW / RR-number / NR | ``route_number``, ``bump_route_number``; ``on_ack`` gives ``rc_echo``, ``rc_mark`` |
 | Route-control Algorithm 3 (RTT restart on a new route) | ``restart_rtt(conn)`` (closest: see docs/fidelity.md) |
-| Klemm 2004: TCP Vegas | ``iperf3 -C tcp_vegas_bpf`` (no call) |
+| Klemm 2004: TCP Vegas | scenario ``cc: vegas`` -> ``iperf3 -C vegas_<runid>`` (no call) |
 
 Actions returned by these calls must be handed to the node runtime (``runtime.apply``); hook
 subscribers simply return them.

@@ -6,8 +6,9 @@ What is loaded per run (docs/tcpctl.md "Setup and cleanup"):
   (default: the root of the unified hierarchy, so the orchestrator need not move processes;
   the program acts only on sockets of network namespaces registered in ``tcpctl_netns``), its
   three maps, and the struct_ops congestion control ``mtctl_<runid>`` (controllable Reno).
-- ``vegas.bpf.o``: the struct_ops congestion control ``tcp_vegas_bpf`` (shared by every run on
-  the machine; registered if absent).
+- ``vegas.bpf.o``: the struct_ops congestion control TCP Vegas, registered per run as
+  ``vegas_<runid>`` (a per-run name, so one run's cleanup can never unregister the Vegas another
+  run is using).
 
 Everything is pinned under ``/sys/fs/bpf/mt<runid>/``; ``cleanup(run_id)`` unregisters the
 struct_ops maps pinned there and removes the directory. libbpf (the distribution's libbpf.so.1)
@@ -21,6 +22,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import re
 import shutil
 import socket
 import struct
@@ -34,8 +36,10 @@ TCPCTL_OBJ = BPF_DIR / "tcpctl.bpf.o"
 VEGAS_OBJ = BPF_DIR / "vegas.bpf.o"
 BPFFS = Path("/sys/fs/bpf")
 CGROUP2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
-VEGAS_NAME = "tcp_vegas_bpf"
+VEGAS_NAME_IN_OBJ = b"tcp_vegas_bpf"
 CTL_NAME_IN_OBJ = b"mtctl"
+RUN_CC_RE = re.compile(r"^(mtctl|vegas)_([0-9a-z]{1,9})$")
+"""Congestion controls registered by ``load``: ``mtctl_<runid>``, ``vegas_<runid>``."""
 BPF_CGROUP_SOCK_OPS = 3
 SO_NETNS_COOKIE = 71
 RTO_LOG = 16
@@ -47,7 +51,7 @@ _ST_SCALARS = (
     "cmd_done frz_cwnd frz_ssthresh frz_srtt_us frz_rto_us applied_cwnd applied_ssthresh armed "
     "consec_rto series_una last_cwnd last_ssthresh last_srtt_us min_srtt_us max_srtt_us pending "
     "pending_cwnd pending_ssthresh rto_max_ms n_rto n_retrans n_rtt srtt_us rto_us recoveries "
-    "ca_seen setsockopt_err state post_pending post_cwnd"
+    "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us pad0"
 ).split()
 _ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I")
 
@@ -65,7 +69,16 @@ def run_dir(run_id: str) -> Path:
 
 def ctl_cc_name(run_id: str) -> str:
     """Name of the run's controllable congestion control (TCP_CA_NAME_MAX is 16 with the NUL)."""
-    name = f"mtctl_{run_id}"
+    return _cc_name("mtctl", run_id)
+
+
+def vegas_cc_name(run_id: str) -> str:
+    """Name of the run's TCP Vegas (``iperf3 -C vegas_<runid>``)."""
+    return _cc_name("vegas", run_id)
+
+
+def _cc_name(kind: str, run_id: str) -> str:
+    name = f"{kind}_{run_id}"
     if len(name) > 15:
         raise ValueError(f"congestion control name {name!r} longer than 15 characters")
     return name
@@ -182,7 +195,7 @@ class Loaded:
     run_id: str
     pin_dir: Path
     ctl_cc: str
-    vegas_registered_here: bool
+    vegas_cc: str | None
 
 
 def load(run_id: str, cgroup: Path | None = None, *, vegas: bool = True) -> Loaded:
@@ -218,21 +231,28 @@ def load(run_id: str, cgroup: Path | None = None, *, vegas: bool = True) -> Load
         # would only drop fds, the pins and the registration keep everything alive.
     finally:
         obj_path.unlink(missing_ok=True)
-    vegas_here = register_vegas(pin) if vegas else False
-    return Loaded(run_id, pin, cc, vegas_here)
+    vegas_cc = register_vegas(run_id, pin) if vegas else None
+    return Loaded(run_id, pin, cc, vegas_cc)
 
 
-def register_vegas(pin: Path) -> bool:
-    """Register tcp_vegas_bpf unless present; pin its struct_ops map under ``pin`` if we did."""
-    if VEGAS_NAME in available_congestion_control():
-        return False
+def register_vegas(run_id: str, pin: Path) -> str:
+    """Register this run's Vegas as ``vegas_<runid>``; its struct_ops map is pinned under ``pin``.
+
+    Per-run names instead of one shared ``tcp_vegas_bpf``: runs never share a registration, so a
+    run's cleanup cannot unregister the Vegas of another run that is still starting flows.
+    """
+    name = vegas_cc_name(run_id)
     L = lib()
-    obj = _ptr(L.bpf_object__open_file(str(VEGAS_OBJ).encode(), None), f"open {VEGAS_OBJ}")
-    mp = _ptr(L.bpf_object__find_map_by_name(obj, b"vegas"), "map vegas")
-    _check(L.bpf_map__set_pin_path(mp, str(pin / "vegas").encode()), "pin path vegas")
-    _check(L.bpf_object__load(obj), f"load {VEGAS_OBJ}")
-    _ptr(L.bpf_map__attach_struct_ops(mp), "register tcp_vegas_bpf")
-    return True
+    obj_path = _patched_object(VEGAS_OBJ, VEGAS_NAME_IN_OBJ, name)
+    try:
+        obj = _ptr(L.bpf_object__open_file(str(obj_path).encode(), None), f"open {VEGAS_OBJ}")
+        mp = _ptr(L.bpf_object__find_map_by_name(obj, b"vegas"), "map vegas")
+        _check(L.bpf_map__set_pin_path(mp, str(pin / "vegas").encode()), "pin path vegas")
+        _check(L.bpf_object__load(obj), f"load {VEGAS_OBJ}")
+        _ptr(L.bpf_map__attach_struct_ops(mp), f"register {name}")
+    finally:
+        obj_path.unlink(missing_ok=True)
+    return name
 
 
 def available_congestion_control() -> list[str]:
@@ -265,6 +285,55 @@ def cleanup(run_id: str) -> list[str]:
     shutil.rmtree(pin)
     done.append(f"rm -r {pin}")
     return done
+
+
+def pinned_runs() -> list[str]:
+    """Run ids with a pin directory ``/sys/fs/bpf/mt<runid>`` (leftovers included)."""
+    if not BPFFS.is_dir():
+        return []
+    return sorted(p.name[2:] for p in BPFFS.iterdir() if p.is_dir() and p.name.startswith("mt"))
+
+
+def registered_run_ccs() -> dict[str, list[str]]:
+    """Congestion controls named like ours (``mtctl_<runid>``, ``vegas_<runid>``), by run id."""
+    out: dict[str, list[str]] = {}
+    for name in available_congestion_control():
+        m = RUN_CC_RE.match(name)
+        if m:
+            out.setdefault(m.group(2), []).append(name)
+    return out
+
+
+def unregister_by_name(cc: str) -> bool:
+    """Unregister a struct_ops congestion control whose pin is gone (``bpftool struct_ops``).
+
+    ``bpftool struct_ops dump`` shows each registered map's value, whose ``.name`` is the
+    congestion control name; the map is unregistered by id. Returns True if one was found.
+    """
+    import json
+    import subprocess
+
+    res = subprocess.run(["bpftool", "-j", "struct_ops", "dump"], capture_output=True, text=True)
+    if res.returncode != 0 or not res.stdout.strip():
+        return False
+    try:
+        data = json.loads(res.stdout)
+    except ValueError:
+        return False
+    found = False
+    map_id = None  # the dump alternates {"bpf_map_info": ...} and {"bpf_struct_ops_...": value}
+    for item in data if isinstance(data, list) else [data]:
+        if not isinstance(item, dict):
+            continue
+        if "bpf_map_info" in item:
+            map_id = item["bpf_map_info"].get("id")
+            continue
+        ops = item.get("bpf_struct_ops_tcp_congestion_ops")
+        value = ops.get("data", {}) if isinstance(ops, dict) else {}
+        if map_id is not None and isinstance(value, dict) and value.get("name") == cc:
+            r = subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(map_id)], capture_output=True)
+            found = found or r.returncode == 0
+    return found
 
 
 # ------------------------------------------------------------------ maps
@@ -398,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.op == "load":
         r = load(a.run_id, a.cgroup)
-        print(json.dumps({"pin_dir": str(r.pin_dir), "ctl_cc": r.ctl_cc, "vegas": r.vegas_registered_here}))
+        print(json.dumps({"pin_dir": str(r.pin_dir), "ctl_cc": r.ctl_cc, "vegas_cc": r.vegas_cc}))
     elif a.op == "cleanup":
         print("\n".join(cleanup(a.run_id)))
     else:

@@ -167,6 +167,34 @@ def set_window(p: bytearray, window: int) -> None:
     _tcp_word(p, (p[0] & 0x0F) * 4, 14, window & 0xFFFF)
 
 
+def set_ts_ecr(p: bytearray, ts_ecr: int) -> bool:
+    """Rewrite TSecr of the timestamp option (RFC 7323) in place; False if there is none."""
+    ihl = (p[0] & 0x0F) * 4
+    doff = (p[ihl + 12] >> 4) * 4
+    i = 20
+    while i < doff:
+        kind = p[ihl + i]
+        if kind == TCPOPT_EOL:
+            return False
+        if kind == TCPOPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= doff or p[ihl + i + 1] < 2:
+            return False
+        if kind == TCPOPT_TIMESTAMP and p[ihl + i + 1] == 10 and i + 10 <= doff:
+            ts_ecr &= 0xFFFFFFFF
+            if (i + 6) % 2:  # TSecr not 16-bit aligned in the header: recompute
+                struct.pack_into("!I", p, ihl + i + 6, ts_ecr)
+                struct.pack_into("!H", p, ihl + 16, 0)
+                struct.pack_into("!H", p, ihl + 16, tcp_checksum(p, ihl))
+            else:
+                _tcp_word(p, ihl, i + 6, ts_ecr >> 16)
+                _tcp_word(p, ihl, i + 8, ts_ecr & 0xFFFF)
+            return True
+        i += p[ihl + i + 1]
+    return False
+
+
 def set_tcp_flags(p: bytearray, set_bits: int = 0, clear_bits: int = 0) -> None:
     """Set/clear TCP flag bits (e.g. ECE, CWR) in place; the word is data offset + flags."""
     ihl = (p[0] & 0x0F) * 4

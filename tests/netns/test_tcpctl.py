@@ -2,7 +2,8 @@
 
     A (iperf3 client) -tun0-> TunShell + EndpointAgent -veth-> R (scripted outage: nft drop) -veth-> B
 
-with the run's BPF side loaded (sock_ops + controllable Reno ``mtctl_<id>`` + ``tcp_vegas_bpf``).
+with the run's BPF side loaded (sock_ops + controllable Reno ``mtctl_<id>`` + Vegas ``vegas_<id>``).
+The same steps on the full station stack: tests/netns/test_tcpctl_stack.py.
 Each test builds and deletes its own namespaces (``mtt<hex>-``) and BPF pins (``/sys/fs/bpf/mt<id>``).
 Outage: 10 s of the R-B link, both directions. Times are wall-clock; tolerances are generous
 (2-core machine), the assertions are on invariants and on the kernel's own RTO log.
@@ -437,8 +438,9 @@ def test_vegas_bpf_flat_where_reno_saws() -> None:
     out: dict[str, Any] = {}
     try:
         chain.up(rate="8mbit", queue_bytes=100_000)
-        K.load(run)
-        for cc in ("reno", K.VEGAS_NAME):
+        vegas = K.load(run).vegas_cc
+        assert vegas is not None
+        for cc in ("reno", vegas):
             chain.popen("b", "iperf3 -s -1")
             time.sleep(0.4)
             smp = observe.Sampler(chain.ns("r"), filter=f"dst {B_IP}").start()
@@ -461,8 +463,8 @@ def test_vegas_bpf_flat_where_reno_saws() -> None:
     finally:
         chain.close()
         K.cleanup(run)
-    v, r = out[K.VEGAS_NAME], out["reno"]
-    assert v["cc"] == K.VEGAS_NAME and r["cc"] == "reno"
+    v, r = out[vegas], out["reno"]
+    assert v["cc"] == vegas and r["cc"] == "reno"
     assert v["max"] - v["min"] <= 3  # flat
     assert r["max"] - r["min"] >= 10  # saw-tooth
     assert r["retrans"] > 0 and v["retrans"] == 0

@@ -10,6 +10,7 @@
 #define AF_INET 2
 #define SOL_TCP 6
 #define TCP_RTO_MAX_MS 44 /* include/uapi/linux/tcp.h, Linux 6.15 */
+#define TCP_CONG_NON_RESTRICTED 0x1 /* include/net/tcp.h */
 
 static __always_inline struct inet_connection_sock *icsk_of(const struct sock *sk)
 {

@@ -35,6 +35,7 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
+#define ELFN_DEFAULT_RTO_MS 6000  /* Yu 2004 s3.1: "default values (RTO 6 s, cwnd 2)" */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -244,6 +245,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	st->ca_seen = 1;
 	if (!in_cong_avoid && st->post_pending) {
 		st->post_cwnd = tp->snd_cwnd;
+		st->post_rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
 		st->post_pending = 0;
 	}
 	ctl = bpf_map_lookup_elem(&tcpctl_ctl, &k);
@@ -263,12 +265,33 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 		case CMD_RESTORE_DEFAULT:
 			set_cw(tp, st, 2, st->frz_ssthresh);
 			st->armed = 1;
+			/* ELFN default RTO 6 s: cap the RTO at 6 s now (the agent made the thawing ACK carry
+			 * an RTT sample that puts the estimator above it) until the first ACK of new data */
+			{
+				int v = ELFN_DEFAULT_RTO_MS;
+
+				if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
+					st->setsockopt_err++;
+				else
+					st->rto_max_ms = v;
+				st->rto_hold = 1;
+				st->rto_hold_seq = tp->snd_nxt;
+			}
 			break;
 		case CMD_SET:
 			set_cw(tp, st, ctl->arg_cwnd, ctl->arg_ssthresh);
 			st->armed = 1;
 			break;
 		}
+	}
+	if (!in_cong_avoid && st->rto_hold && (__s32)(tp->snd_una - st->rto_hold_seq) > 0) {
+		int v = DEFAULT_RTO_MAX_MS; /* the first ACK of data sent after the thaw: release */
+
+		st->rto_hold = 0;
+		if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
+			st->setsockopt_err++;
+		else
+			st->rto_max_ms = v;
 	}
 	if (st->pending) {
 		set_cw(tp, st, st->pending_cwnd, st->pending_ssthresh);
@@ -323,4 +346,6 @@ struct tcp_congestion_ops mtctl = {
 	.ssthresh = (void *)mtctl_ssthresh,
 	.undo_cwnd = (void *)mtctl_undo_cwnd,
 	.name = "mtctl",
+	/* may be a network namespace's default (net.ipv4.tcp_congestion_control in a station) */
+	.flags = TCP_CONG_NON_RESTRICTED,
 };

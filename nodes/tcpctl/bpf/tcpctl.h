@@ -73,6 +73,10 @@ struct tcpctl_st { /* written by BPF only */
 	__u32 state;         /* last TCP state (STATE_CB) */
 	__u32 post_pending;  /* record cwnd at the next ACK after a command */
 	__u32 post_cwnd;     /* cwnd when the kernel processed that next ACK */
+	__u32 rto_hold;      /* ELFN restore=default: RTO held at 6 s (TCP_RTO_MAX_MS) ... */
+	__u32 rto_hold_seq;  /* ... until an ACK covers data sent after the thaw (snd_nxt then) */
+	__u32 post_rto_us;   /* icsk_rto when the kernel processed that next ACK */
+	__u32 pad0;
 	__u64 rto_ts_ns[TCPCTL_RTO_LOG]; /* bpf_ktime_get_ns() of each expiration */
 	__u32 rto_log_us[TCPCTL_RTO_LOG];     /* icsk_rto when it expired */
 	__u32 rto_next_us[TCPCTL_RTO_LOG];    /* cap we set for the next RTO (0: none) */

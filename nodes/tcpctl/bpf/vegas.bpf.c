@@ -5,7 +5,8 @@
  * diff = cwnd * (rtt - baseRTT) / baseRTT is the estimated number of packets queued in the
  * network; cwnd grows by one if diff < alpha, shrinks by one if diff > beta; in slow start,
  * leave slow start when diff > gamma. Linux's module defaults alpha=2, beta=4, gamma=1.
- * Select per flow with `iperf3 -C tcp_vegas_bpf` (setsockopt TCP_CONGESTION).
+ * Registered per run as `vegas_<runid>` (nodes/tcpctl/kernel.py patches the name); select per flow
+ * with `iperf3 -C vegas_<runid>` (setsockopt TCP_CONGESTION); scenario `cc: vegas` does that.
  */
 #include "common.bpf.h"
 
@@ -187,4 +188,6 @@ struct tcp_congestion_ops vegas = {
 	.pkts_acked = (void *)vegas_pkts_acked,
 	.undo_cwnd = (void *)vegas_undo_cwnd,
 	.name = "tcp_vegas_bpf",
+	/* may be a network namespace's default (net.ipv4.tcp_congestion_control in a station) */
+	.flags = TCP_CONG_NON_RESTRICTED,
 };
