@@ -421,13 +421,17 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
         for fs in summ["flows"]:
             conn = fs["tcp"]["conn"]
             ser = [s for s in r.series(conn) if s["t_s"] > fs["started_at_s"] + 3 and "cwnd" in s]
-            cw = [int(s["cwnd"]) for s in ser]
-            out[fs["cc"]] = {"cc_kernel": fs["tcp"]["cc"], "min": min(cw), "max": max(cw), "n": len(cw),
+            cw = sorted(int(s["cwnd"]) for s in ser)
+            p10, p90 = cw[len(cw) // 10], cw[9 * len(cw) // 10]
+            out[fs["cc"]] = {"cc_kernel": fs["tcp"]["cc"], "min": cw[0], "max": cw[-1], "n": len(cw),
+                             "p10": p10, "p90": p90, "spread": p90 - p10,
                              "retrans": fs["tcp"]["retrans_total"], "throughput_bps": fs["throughput_bps"]}
         r.extra["cwnd"] = out
     v, reno = out["vegas"], out["reno"]
     assert v["cc_kernel"].startswith("vegas_") and reno["cc_kernel"] == "reno"
     assert v["n"] > 50 and reno["n"] > 50
-    assert v["max"] - v["min"] <= 4, out  # flat
-    assert reno["max"] - reno["min"] >= 3 * (v["max"] - v["min"] + 1), out  # saw-tooth
+    # flat vs saw-tooth: the 10th-90th percentile spread of cwnd (RTT noise of the 802.11 chain
+    # moves Vegas by a few segments now and then; Reno's saw spans tens)
+    assert v["spread"] <= 5, out
+    assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 3 * max(v["spread"], 1), out
     assert reno["retrans"] > 0
