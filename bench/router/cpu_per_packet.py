@@ -31,6 +31,7 @@ import ctypes
 import json
 import logging
 import os
+import select
 import socket
 import statistics
 import sys
@@ -180,6 +181,43 @@ def _measure_loop(
     return cpu / n / 1000.0, info
 
 
+def syscall_floor_us(size: int, n: int = 20000) -> float:
+    """Machine-speed reference: the relay's five syscalls per forwarded packet and nothing else.
+
+    ``epoll_wait`` (sleeps), ``recv`` the RX, ``send`` the TX, ``epoll_wait`` (sleeps), ``recv``
+    the TX_STATUS, against a child process in the same lockstep: the CPU time of two sleeping
+    round trips, which no router with a separate medium process can go below on this machine.
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    rx, status = bytes(wire.RX_ST.size + size), bytes(wire.TX_STATUS_ST.size)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            for _ in range(n):
+                theirs.send(rx)
+                theirs.recv(65536)
+                theirs.send(status)
+        finally:
+            os._exit(0)
+    theirs.close()
+    ep = select.epoll()
+    ep.register(ours.fileno(), select.EPOLLIN)
+    poll, recv, send = ep.poll, ours.recv, ours.send
+    t0 = time.process_time_ns()
+    for _ in range(n):
+        poll(5.0)
+        m = recv(65536, socket.MSG_DONTWAIT)
+        send(m[6:])  # a TX is 6 bytes shorter than its RX
+        poll(5.0)
+        recv(65536, socket.MSG_DONTWAIT)
+    cpu = time.process_time_ns() - t0
+    os.waitpid(pid, 0)
+    ep.close()
+    ours.close()
+    return cpu / n / 1000.0
+
+
 def scapy_parse_us(size: int, n: int = 1000) -> float:
     """Machine-speed reference: scapy's parse of the same packet (issue 2 quotes ~120 us)."""
     from scapy.layers.inet import IP
@@ -217,6 +255,7 @@ def main() -> int:
     value = round(statistics.median(values), 2)
     capture_values = [s[0] for s in captured]
     direct = [measure(args.n, args.size, real, args.mirror)[0] for _ in range(args.reps)]
+    floor = [syscall_floor_us(args.size, args.n) for _ in range(args.reps)]
     result = {
         "name": "router_cpu_per_packet",
         "value": value,
@@ -235,6 +274,10 @@ def main() -> int:
                                    "mirror frames built and written" if real else "mirror: always",
             "without_event_loop_us": round(statistics.median(direct), 2),
             "reference_scapy_ip_parse_us": round(scapy_parse_us(args.size), 1),
+            "reference_syscall_floor_us": round(statistics.median(floor), 1),
+            "reference_syscall_floor_samples_us": [round(v, 1) for v in floor],
+            "reference_syscall_floor_method": "epoll_wait, recv RX, send TX, epoll_wait, recv "
+                                              "TX_STATUS against a child in lockstep, no other work",
             "packet_bytes": args.size,
             "packets_per_rep": args.n,
             "real_tap": real,
@@ -249,7 +292,8 @@ def main() -> int:
     d = result["details"]
     print(f"router CPU per forwarded packet: {value} us (target {TARGET_US} us; mirror {args.mirror}; "
           f"samples {d['samples_us']}); with a capture running: {d['with_capture_us']} us; without "
-          f"the event loop: {d['without_event_loop_us']} us; real TAP: {real}")
+          f"the event loop: {d['without_event_loop_us']} us; syscall floor: "
+          f"{d['reference_syscall_floor_us']} us; real TAP: {real}")
     return 0
 
 
