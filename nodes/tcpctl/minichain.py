@@ -215,7 +215,7 @@ class TunShell(threading.Thread):
         while not self.stop_flag:
             nxt = self.timers.next_time()
             timeout = None if nxt is None else max(0.0, (nxt - self.now()) / 1e9)
-            r, _, _ = select.select([self.tun, self.pkt, self.rd], [], [], timeout)
+            r, _, _ = select.select([self.tun, self.pkt.fileno(), self.rd], [], [], timeout)
             now = self.now()
             if self.rd in r:
                 os.read(self.rd, 4096)
@@ -226,7 +226,7 @@ class TunShell(threading.Thread):
             if self.tun in r:
                 p = os.read(self.tun, 65535)
                 self.apply(self.agent.on_outbound(p, now), now)
-            if self.pkt in r:
+            if self.pkt.fileno() in r:
                 f = self.pkt.recv(65535)
                 if len(f) > 14 and f[12:14] == b"\x08\x00":
                     p = f[14:]
