@@ -14,8 +14,13 @@ from typing import Any
 
 from nodes.core.protocol import NodeContext, RoutingProtocol
 
-EXTENSIONS: dict[str, str] = {}
-"""name -> module; filled in as extensions land (elfn, epln, bead, dsr_update, atcp, abra, ...)."""
+EXTENSIONS: dict[str, str] = {
+    "abra": "nodes.extensions.abra",  # Ghanem 2008 s3
+    "fixed_rto": "nodes.extensions.fixed_rto",  # Dyer & Boppana 2001
+    "elfn": "nodes.extensions.elfn",  # Holland & Vaidya; Yu 2004 s3.1/3.2
+    "atcp": "nodes.extensions.atcp",  # Liu & Singh 2001
+}
+"""name -> module (docs/extensions.md); further ones as they land (epln, bead, dsr_update, ...)."""
 
 
 def attach_extensions(

@@ -25,7 +25,8 @@ Hooks (subscribe with ``agent.hooks.subscribe(name, fn)``; fn gets keyword argum
 return actions): ``tcp_ack`` (conn, ack, acked_bytes, rc_echo, rc_mark, now_ns),
 ``tcp_dupack`` (conn, ack, count, now_ns), ``tcp_unreachable`` (conn, code, seq, now_ns),
 ``tcp_segment_sent`` (conn, seq, length, retransmission, now_ns), ``tcp_timeout`` (conn, n_rto,
-info, now_ns; from the kernel's RTO callback, polled every ``poll_ns``).
+info, now_ns; from the kernel's RTO callback, polled every ``poll_ns``), ``tcp_timer`` (key,
+now_ns; an extension's own timer: ``SetTimer(("endpoint", <extension>, ...), t)``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from nodes.tcpctl.kernelseam import KernelTcp, NullKernel
 log = logging.getLogger(__name__)
 
 ENDPOINT = "endpoint"
-HOOKS = ("tcp_ack", "tcp_dupack", "tcp_unreachable", "tcp_segment_sent", "tcp_timeout")
+HOOKS = ("tcp_ack", "tcp_dupack", "tcp_unreachable", "tcp_segment_sent", "tcp_timeout", "tcp_timer")
 Restore = Literal["old", "default"]
 
 
@@ -294,7 +295,8 @@ class EndpointAgent:
             return self._probe(c, now_ns)
         if kind == "poll":
             return self._poll(now_ns)
-        return []
+        # any other endpoint timer belongs to an extension (nodes.extensions: ATCP's timers)
+        return self.hooks.emit("tcp_timer", key=key, now_ns=now_ns)
 
     # ================================================================ primitives (API)
     def hold(self, cid: ConnId, mode: HoldMode, now_ns: int, release_on: ReleaseOn = "never") -> list[Action]:

@@ -168,6 +168,11 @@ class TcpControl:
     def on_segment_sent(self, fn: Callable[..., list[Action] | None]) -> None:
         self.agent.hooks.subscribe("tcp_segment_sent", fn)
 
+    def on_timer(self, fn: Callable[..., list[Action] | None]) -> None:
+        """An extension's own timers: ``SetTimer(("endpoint", <name>, ...), t)`` comes back as
+        ``fn(key=..., now_ns=...)`` (the runtime routes ``("endpoint", ...)`` keys to the agent)."""
+        self.agent.hooks.subscribe("tcp_timer", fn)
+
     def on_timeout(self, fn: Callable[..., list[Action] | None], now_ns: int) -> list[Action]:
         """Kernel RTO expirations (BPF_SOCK_OPS_RTO_CB counter, polled); returns the poll timer."""
         self.agent.hooks.subscribe("tcp_timeout", fn)
