@@ -81,8 +81,11 @@ def test_fixed_rto_doubles_once_then_stays() -> None:
 
 @pytest.mark.parametrize(
     ("name", "params", "policy"),
-    [("abra", {}, Abra(0.1, 0.6)), ("abra", {"min_srtt_init": 0.05, "max_srtt_init": 1.0}, Abra(0.05, 1.0)),
-     ("fixed_rto", {}, FixedAfterTwo())],
+    [
+        ("abra", {}, Abra(0.1, 0.6)),
+        ("abra", {"min_srtt_init": 0.05, "max_srtt_init": 1.0}, Abra(0.05, 1.0)),
+        ("fixed_rto", {}, FixedAfterTwo()),
+    ],
 )
 def test_policy_on_connections_the_station_originates(name: str, params: dict[str, Any], policy: Any) -> None:
     kern = FakeKernel()
@@ -101,7 +104,10 @@ def test_policy_on_connections_the_station_originates(name: str, params: dict[st
 
 
 def bpf_state(rtos_us: list[int], caps_us: list[int], **kw: int) -> dict[str, Any]:
-    ev = [{"t_ns": i, "rto_us": r, "next_cap_us": c} for i, (r, c) in enumerate(zip(rtos_us, caps_us, strict=True))]
+    ev = [
+        {"t_ns": i, "rto_us": r, "next_cap_us": c}
+        for i, (r, c) in enumerate(zip(rtos_us, caps_us, strict=True))
+    ]
     return {"n_rto": len(ev), "consec_rto": len(ev), "rto_events": ev, **kw}
 
 
@@ -109,6 +115,7 @@ def test_abra_checks_every_kernel_expiration() -> None:
     kern = FakeKernel()
     ctx, agent = station(kern)
     (ext,) = attach_extensions(ctx, proto(ctx), ["abra"])
+    assert isinstance(ext, AbraExtension)
     agent.on_outbound(syn(OUT), 0)
     srtt = dict(last_srtt_us=350_000, min_srtt_us=120_000, max_srtt_us=450_000)
     # factor 1 + (0.35 - 0.1)/(0.6 - 0.1) = 1.5 (the kernel's min/max lie inside 0.1 .. 0.6)
@@ -118,7 +125,10 @@ def test_abra_checks_every_kernel_expiration() -> None:
     agent.on_timer(("endpoint", "poll"), 200 * NS_PER_MS)
     ev = ext.events[OUT]
     assert [(e["n_rto"], e["expected_us"], e["ok"]) for e in ev] == [
-        (1, 1_980_000, True), (2, 2_970_000, True), (3, 4_455_000, False)]
+        (1, 1_980_000, True),
+        (2, 2_970_000, True),
+        (3, 4_455_000, False),
+    ]
     assert ext.counters == {"conns": 1, "timeouts": 3, "mismatches": 1}
 
 
@@ -126,6 +136,7 @@ def test_fixed_rto_checks_every_kernel_expiration() -> None:
     kern = FakeKernel()
     ctx, agent = station(kern)
     (ext,) = attach_extensions(ctx, proto(ctx), ["fixed_rto"])
+    assert isinstance(ext, FixedRtoExtension)
     agent.on_outbound(syn(OUT), 0)
     kern.states[OUT] = bpf_state([1_000_000, 2_000_000, 2_000_000], [0, 2_000_000, 2_000_000])
     agent.on_timer(("endpoint", "poll"), NS_PER_S)
@@ -145,10 +156,12 @@ def test_registry_rejects_unknown_params(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "params", "msg"),
-    [("abra", {"min_srtt_init": 0.7}, "min_srtt_init < max_srtt_init"),
-     ("fixed_rto", {"successive_timeouts": 3}, "only the paper's 2"),
-     ("elfn", {"restore": "new"}, "restore must be"),
-     ("atcp", {"tcp_rexmtthresh": 0}, ">= 1")],
+    [
+        ("abra", {"min_srtt_init": 0.7}, "min_srtt_init < max_srtt_init"),
+        ("fixed_rto", {"successive_timeouts": 3}, "only the paper's 2"),
+        ("elfn", {"restore": "new"}, "restore must be"),
+        ("atcp", {"tcp_rexmtthresh": 0}, ">= 1"),
+    ],
 )
 def test_registry_rejects_bad_values(name: str, params: dict[str, Any], msg: str) -> None:
     ctx, _ = station(FakeKernel())
