@@ -1,0 +1,302 @@
+"""The TCP extensions (docs/extensions.md) end to end on the real station stack: the testbed's
+4-station chain (ns2-wavelan, the real medium, the real routers), kernel TCP via iperf3 sta1 ->
+sta4, and a scripted outage of the sta2-sta3 link (medium ``set_link loss 1.0``, then cleared).
+The extension is turned on only by the scenario's ``routing.extensions``: the orchestrator then
+runs the endpoint agent and loads the BPF side (testbed/tcpctl.py).
+
+    sta1 (sender) -- sta2 -- X -- sta3 -- sta4 (iperf3 server)
+
+One short run per extension (the whole file ~2 min on the 2-core machine); coarse bounds. Each
+run's numbers are in ``results/extensions-netns/<runid>/extensions_test.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodes.extensions.abra import AbraBackoff, AbraParams
+from nodes.tcpctl import kernel as K
+from nodes.tcpctl import observe
+from nodes.tcpctl.station import Client
+from testbed import run as tbrun
+from testbed.medium import MEDIUM_BIN
+
+pytestmark = [pytest.mark.netns]
+RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
+T_FLOW = 1.0
+T_OUT = 3.5
+OUTAGE_S = 8.0
+T_BACK = T_OUT + OUTAGE_S
+FLOW = {"src": 1, "dst": 4, "start_s": T_FLOW, "cc": "reno", "max_window_pkts": 12}
+
+
+@pytest.fixture(autouse=True)
+def _prereq() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if not K.TCPCTL_OBJ.exists():
+        pytest.skip("BPF objects not built (make -C nodes/tcpctl/bpf)")
+    if not MEDIUM_BIN.exists():
+        pytest.skip("medium not built (make medium)")
+
+
+class Run:
+    """One Testbed run in a thread; the test scripts the outage meanwhile."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        name: str,
+        protocol: str,
+        ext: str,
+        duration_s: float,
+        sysctls: dict[str, int] | None = None,
+    ) -> None:
+        data = {
+            "name": name,
+            "duration_s": duration_s,
+            "field": {"x_m": 800, "y_m": 100},
+            "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
+            "radio": {"preset": "ns2-wavelan"},
+            "mobility": {"model": "static"},
+            "traffic": {"tcp": [FLOW]},
+            "routing": {"protocol": protocol, "extensions": [ext]},
+            "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
+        }
+        p = tmp / f"{name}.json"
+        p.write_text(json.dumps(data))
+        self.tb = tbrun.Testbed(
+            p,
+            experiment="extensions-netns",
+            out_root=RESULTS,
+            router_target="nodes.router.main:run",
+            quiet=True,
+        )
+        self.summary: dict[str, Any] = {}
+        self.error: BaseException | None = None
+        self.extra: dict[str, Any] = {"test": name}
+        self.client: Client | None = None
+
+    def __enter__(self) -> Run:
+        self.tb.__enter__()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self.summary = self.tb.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.client is not None:
+                self.client.close()
+            self.tb.stop()
+        finally:
+            if self.tb.results is not None:
+                (self.tb.dir / "extensions_test.json").write_text(
+                    json.dumps(self.extra, indent=1, default=str)
+                )
+
+    def agent(self) -> Client:
+        if self.client is None:
+            assert self.tb.state is not None
+            self.client = Client(self.tb.state / "sta1.tcpctl.sock")
+        return self.client
+
+    def at(self, t_s: float) -> None:
+        time.sleep(max(0.0, t_s - self.tb.now_s()))
+
+    def data_conn(self, timeout_s: float = 10.0) -> str:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            conns = self.agent().call("conns")["conns"]
+            best = max(conns.items(), key=lambda kv: kv[1]["seg_out"], default=None)
+            if best is not None and best[1]["seg_out"] > 20:
+                return str(best[0])
+            time.sleep(0.2)
+        raise AssertionError("no iperf3 data connection through sta1's agent")
+
+    def link(self, up: bool) -> float:
+        self.tb.medium("set_link", a=2, b=3, loss=None if up else 1.0)
+        return float(self.agent().call("now")["now_ns"] / 1e9)
+
+    def now(self) -> float:
+        return float(self.agent().call("now")["now_ns"] / 1e9)
+
+    def state(self, conn: str) -> dict[str, Any]:
+        return dict(self.agent().call("state", conn=conn))
+
+    def wait_hold(self, conn: str, want: str | None, timeout_s: float) -> float | None:
+        """Router time when the agent's hold on ``conn`` becomes ``want`` (None: released)."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            st = self.state(conn)["agent"]
+            if st is not None and st["hold"] == want:
+                return self.now()
+            time.sleep(0.05)
+        return None
+
+    def timeouts_now(self) -> int:
+        return int(observe.nstat(self.tb.station(1).netns).get("TcpExtTCPTimeouts", 0))
+
+    def kernel(self, conn: str) -> dict[str, Any]:
+        k = self.state(conn)["kernel"]
+        assert k is not None, "no BPF state for the connection"
+        epoch = time.monotonic_ns() - self.agent().call("now")["now_ns"]
+        for e in k["rto_events"]:
+            e["t_s"] = (e["t_ns"] - epoch) / 1e9
+        self.extra["rto_log_us"] = [e["rto_us"] for e in k["rto_events"]]
+        self.extra["rto_t_s"] = [round(e["t_s"], 3) for e in k["rto_events"]]
+        self.extra["bpf"] = {kk: v for kk, v in k.items() if kk != "rto_events"}
+        return dict(k)
+
+    def finish(self) -> dict[str, Any]:
+        self.thread.join(120)
+        if self.error is not None:
+            raise self.error
+        return self.summary
+
+
+def acked_bytes(r: Run, conn: str) -> int:
+    st = r.state(conn)["agent"]
+    return int(st["snd_una"] or 0)
+
+
+# ------------------------------------------------------------------------------------------ tests
+
+
+@pytest.mark.parametrize("ext", ["abra", "fixed_rto"])
+def test_rto_policy_extension(tmp_path: Path, ext: str) -> None:
+    """Static chain, 8 s outage: ABRA's RTO grows by a constant factor < 2, Fixed RTO doubles
+    once and then stays. Set by the extension at connection start (no control-socket call)."""
+    # RFC 6298 (2.4) floor of 1 s: the cap the policies set (TCP_RTO_MAX_MS) cannot go below 1 s
+    with Run(
+        tmp_path,
+        ext.replace("_", "-"),
+        "static",
+        ext,
+        T_BACK + 8,
+        sysctls={"net.ipv4.tcp_rto_min_us": 1_000_000},
+    ) as r:
+        r.at(T_FLOW + 1.5)
+        conn = r.data_conn()
+        r.at(T_OUT)
+        r.link(False)
+        r.at(T_BACK)
+        r.link(True)
+        k = r.kernel(conn)
+        while k["recoveries"] < 1 and r.tb.now_s() < T_BACK + 7.5:  # the next RTO retransmits
+            time.sleep(0.25)
+            k = r.kernel(conn)
+        r.finish()
+    rtos = r.extra["rto_log_us"]
+    ratios = [b / a for a, b in zip(rtos, rtos[1:], strict=False)]
+    r.extra["ratios"] = ratios
+    assert len(rtos) >= 3, r.extra
+    assert k["recoveries"] >= 1, r.extra  # the retransmission was ACKed after the outage
+    if ext == "abra":
+        for e, nxt in zip(k["rto_events"], rtos[1:], strict=False):
+            assert e["next_cap_us"] and abs(nxt - e["next_cap_us"]) <= 8_000, r.extra
+        assert all(1.0 <= q < 1.9 and abs(q - ratios[0]) < 0.02 for q in ratios), r.extra
+        # backoff_new from the srtt values the kernel saw (the extension's model of section 3)
+        m = AbraBackoff.from_params(AbraParams())
+        m.on_srtt_range(k["min_srtt_us"] / 1e6, k["max_srtt_us"] / 1e6)
+        m.expire(1.0, k["last_srtt_us"] / 1e6)
+        r.extra["backoff_new"] = m.backoff_new
+        assert all(abs(q - m.backoff_new) < 0.02 for q in ratios), r.extra
+        assert k["applied_cwnd"] == max(1, k["last_cwnd"] // 2), r.extra  # cwnd/2 after recovery
+        assert k["applied_ssthresh"] == max(2, k["last_ssthresh"] // 4), r.extra  # ssthresh/4
+    else:
+        assert abs(rtos[1] - 2 * rtos[0]) <= 8_000, r.extra  # the first timeout doubles
+        assert all(abs(x - rtos[1]) <= 8_000 for x in rtos[2:]), r.extra  # then fixed
+
+
+def test_elfn_over_dsr_link_breaks_mid_flow(tmp_path: Path) -> None:
+    """DSR chain: sta2 detects the broken link, its ROUTE ERROR carries the ELFN message, sta1
+    freezes (no kernel RTO while frozen), probes every 2 s, and thaws after the repair."""
+    with Run(tmp_path, "elfn-dsr", "dsr", "elfn", T_BACK + 12) as r:
+        r.at(T_FLOW + 1.5)
+        conn = r.data_conn()
+        r.at(T_OUT)
+        t_out = r.link(False)
+        t_freeze = r.wait_hold(conn, "FROZEN", 4.0)
+        n0 = r.timeouts_now()
+        r.at(T_BACK)
+        probes_frozen = r.state(conn)["agent"]["probes_this_hold"]
+        n1 = r.timeouts_now()
+        t_back = r.link(True)
+        t_thaw = r.wait_hold(conn, None, 12.0)
+        una_thaw = acked_bytes(r, conn)
+        time.sleep(1.5)
+        una_later = acked_bytes(r, conn)
+        k = r.kernel(conn)
+        r.extra.update(
+            t_out=t_out,
+            t_freeze=t_freeze,
+            t_back=t_back,
+            t_thaw=t_thaw,
+            probes_while_down=probes_frozen,
+            timeouts_frozen=n1 - n0,
+            progress_after_thaw=(una_later - una_thaw) & 0xFFFFFFFF,
+        )
+        r.finish()
+    assert t_freeze is not None and t_freeze - t_out < 2.0, r.extra  # the ROUTE ERROR came fast
+    assert n1 - n0 == 0, r.extra  # no kernel RTO while frozen
+    assert not [e for e in k["rto_events"] if t_freeze <= e["t_s"] <= t_back], r.extra
+    assert probes_frozen is not None and probes_frozen >= (t_back - t_freeze) // 2 - 1, r.extra
+    assert t_thaw is not None and t_thaw - t_back < 10.0, r.extra  # thawed after the repair
+    assert r.extra["progress_after_thaw"] > 0, r.extra  # and the flow goes on
+
+
+def test_atcp_destination_unreachable_stand_in(tmp_path: Path) -> None:
+    """Static chain; at the outage an ICMP Destination Unreachable is handed to sta1's agent (as
+    a router would send it): ATCP -> disconnected (persist, cwnd 1), no RTO during the outage,
+    back to sending after the link returns."""
+    with Run(tmp_path, "atcp-du", "static", "atcp", T_BACK + 14) as r:
+        r.at(T_FLOW + 1.5)
+        conn = r.data_conn()
+        r.at(T_OUT)
+        t_out = r.link(False)
+        r.agent().call("inject_unreachable", conn=conn)
+        t_persist = r.wait_hold(conn, "PERSIST", 2.0)
+        r.at(T_BACK)
+        hold_at_back = r.state(conn)["agent"]["hold"]
+        t_back = r.link(True)
+        t_release = r.wait_hold(conn, None, 9.0)
+        una0 = acked_bytes(r, conn)
+        t_progress = None
+        # the answered probe gives Linux an RTT sample as long as the outage (RTO ~15 s): the
+        # segments lost in the outage are resent by ATCP when that RTO is "about to expire"
+        # (predicted from the inflated srtt), i.e. ~2 s later, not by the kernel's RTO
+        end = time.monotonic() + 5.0
+        while t_progress is None and time.monotonic() < end:
+            time.sleep(0.1)
+            if acked_bytes(r, conn) != una0:
+                t_progress = r.now()
+        una1 = acked_bytes(r, conn)
+        k = r.kernel(conn)
+        r.extra.update(
+            t_out=t_out,
+            t_persist=t_persist,
+            hold_at_back=hold_at_back,
+            t_back=t_back,
+            t_release=t_release,
+            t_progress=t_progress,
+            progress_after=(una1 - una0) & 0xFFFFFFFF,
+        )
+        r.finish()
+    assert t_persist is not None and hold_at_back == "PERSIST", r.extra
+    assert k["applied_cwnd"] == 1, r.extra  # "sets TCP's CWND to one segment"
+    assert not [e for e in k["rto_events"] if t_out + 0.5 <= e["t_s"] <= t_back], r.extra  # persist, not RTO
+    assert t_release is not None, r.extra  # a probe was answered
+    assert r.extra["progress_after"] > 0, r.extra
