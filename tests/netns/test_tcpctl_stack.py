@@ -27,8 +27,8 @@ import pytest
 from nodes.tcpctl import kernel as K
 from nodes.tcpctl import observe
 from nodes.tcpctl.station import Client
+from testbed import run as tbrun
 from testbed.medium import MEDIUM_BIN
-from testbed.run import Testbed
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
@@ -88,7 +88,7 @@ class Run:
 
     def __init__(self, tmp: Path, name: str, duration_s: float, flows: list[dict[str, Any]], **kw: Any) -> None:
         self.name = name
-        self.tb = Testbed(
+        self.tb = tbrun.Testbed(
             scenario(tmp, name.replace("_", "-").lower(), duration_s, flows, **kw),
             experiment="tcpctl-stack",
             out_root=RESULTS,
