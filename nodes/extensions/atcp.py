@@ -43,7 +43,7 @@ from nodes.core.events import Action, CancelTimer, SetTimer
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId
+from nodes.tcpctl.agent import ENDPOINT, ConnId, HoldMode
 from nodes.tcpctl.api import TcpControl
 
 
@@ -202,6 +202,14 @@ class Atcp:
         acts.append(SetTimer((ENDPOINT, "atcp", conn, "loss"), now_ns + self.p.loss_rexmt_interval_ns))
         return acts
 
+    def _answers_probe(self, conn: ConnId) -> bool:
+        """This ACK (hook called before the agent acts on it) answers a persist probe, so the
+        agent releases the hold with it: "This removes TCP from persist mode and moves ATCP
+        back into normal state"."""
+        c = self.api.agent.conns.get(conn)
+        h = None if c is None else c.hold
+        return h is not None and h.mode == HoldMode.PERSIST and h.release_on == "any_ack" and h.probes > 0
+
     def _leave_hold_states(self, conn: ConnId, now_ns: int, cause: str) -> list[Action]:
         """The agent released the hold by itself (new ACK in loss, answered probe when
         disconnected): ATCP is back in normal."""
@@ -238,7 +246,9 @@ class Atcp:
             self._set(conn, AtcpState.NORMAL, now_ns, "new ACK")
             out.append(CancelTimer((ENDPOINT, "atcp", conn, "loss")))
         elif c.state == AtcpState.DISCONNECTED:
-            return out
+            if not self._answers_probe(conn):
+                return out
+            self._set(conn, AtcpState.NORMAL, now_ns, "probe answered")
         if c.state == AtcpState.NORMAL:
             out += self._rto_timer(conn, now_ns)
         return out
@@ -252,8 +262,9 @@ class Atcp:
         if c.state == AtcpState.NORMAL and count == self.p.tcp_rexmtthresh:
             self.counters["loss_dupack"] += 1
             return self._cancel_rto(conn) + self._enter_loss(conn, now_ns, f"{count} dupACKs")
-        if c.state == AtcpState.DISCONNECTED:
-            return self._leave_hold_states(conn, now_ns, "probe answered")
+        if c.state == AtcpState.DISCONNECTED and self._answers_probe(conn):
+            self._set(conn, AtcpState.NORMAL, now_ns, "probe answered")
+            return self._rto_timer(conn, now_ns)
         return []
 
     def on_unreachable(self, conn: ConnId, now_ns: int, **_: Any) -> list[Action]:

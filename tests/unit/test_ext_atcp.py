@@ -99,10 +99,12 @@ def to_disconnected(r: Rig) -> None:
 
 
 def probe_answered(r: Rig) -> None:
-    # the kernel's persist probe passes (disconnected), the receiver answers it
+    # the kernel's persist probe passes (disconnected), the receiver answers it: normal at once
     r.agent.on_outbound(P.build_tcp(A, B, 40000, 5201, ISS + MSS - 1, IRS, P.ACK, 500), r.now)
-    r.inbound(ack(1))
-    r.send_new()
+    acts = r.inbound(ack(1))
+    assert r.atcp.state_of(CID) == S.NORMAL
+    # ... and the imminent-RTO timer runs again (segments lost in the outage are outstanding)
+    assert SetTimer(RTO_KEY, r.now + 250 * NS_PER_MS) in acts
 
 
 SETUP: dict[str, Callable[[Rig], Any]] = {
