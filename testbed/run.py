@@ -91,7 +91,9 @@ def router_config(
         "seed": seed,
         "medium_socket": str(state / "medium.sock"),
         "protocol": protocol,
-        "extensions": list(sc.routing.extensions),
+        "extensions": [
+            {"name": ext, "params": sc.routing.extension_params.get(ext, {})} for ext in sc.routing.extensions
+        ],
         "ifq_len": sc.routing.ifq_len,
         "promiscuous": sc.routing.promiscuous,
         "out_dir": str(out_dir),

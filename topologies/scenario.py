@@ -242,6 +242,9 @@ class Routing(_Model):
     protocol: ProtocolName = "static"
     params: dict[str, Any] = Field(default_factory=dict)
     extensions: list[ExtensionName] = Field(default_factory=list)
+    #: per-extension parameters, e.g. {"elfn": {"restore": "default"}} (docs/extensions.md); each
+    #: key must also be listed in ``extensions``. The router validates the names and values.
+    extension_params: dict[ExtensionName, dict[str, Any]] = Field(default_factory=dict)
     #: static only: "auto" (shortest hop over initial positions) or {src: {dst: next_hop}}.
     routes: Literal["auto"] | dict[int, dict[int, int]] = "auto"
     promiscuous: StrictBool = False
@@ -595,6 +598,12 @@ class _Checker:
                 self.add(
                     f"routing.extensions[{i}]",
                     f"extension {ext!r} works with {' or '.join(sorted(allowed))}, not {r.protocol}",
+                )
+        for ext in r.extension_params:
+            if ext not in seen:
+                self.add(
+                    f"routing.extension_params.{ext}",
+                    f"parameters for extension {ext!r}, which routing.extensions does not list",
                 )
         if isinstance(r.routes, dict):
             if r.protocol != "static":

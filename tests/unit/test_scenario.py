@@ -220,6 +220,12 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "traffic.tcp[0]",
         "no static route",
     ),
+    (
+        "params for an unlisted extension",
+        {"routing.extension_params": {"abra": {"min_srtt_init": 0.1}}},
+        "routing.extension_params.abra",
+        "does not list",
+    ),
     ("explicit route loop", {"routing.routes": {1: {5: 2}, 2: {5: 1}}}, "traffic.tcp[0]", "loop"),
     ("p2p hop station", {"p2p": {"hops": [[1, 2], [2, 9]]}}, "p2p.hops[1][1]", "station 9 does not exist"),
 ]

@@ -76,6 +76,21 @@ def test_router_config_follows_the_contract(tmp_path: Path) -> None:
     json.dumps(cfg)
 
 
+def test_router_config_carries_extension_params(tmp_path: Path) -> None:
+    sc = load_scenario(
+        CHAIN5,
+        {
+            "routing.extensions": ["fixed_rto", "abra"],
+            "routing.extension_params": {"abra": {"min_srtt_init": 0.2}},
+        },
+    )
+    cfg = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, sc.static_routes())
+    assert cfg["extensions"] == [
+        {"name": "fixed_rto", "params": {}},
+        {"name": "abra", "params": {"min_srtt_init": 0.2}},
+    ]
+
+
 def test_medium_config_follows_the_contract(tmp_path: Path) -> None:
     sc = load_scenario(CHAIN5)
     cfg = medium_config(sc, "3fa9c1", 1, Path("/run/manet/3fa9c1"), tmp_path)
