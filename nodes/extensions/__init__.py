@@ -19,6 +19,9 @@ EXTENSIONS: dict[str, str] = {
     "fixed_rto": "nodes.extensions.fixed_rto",  # Dyer & Boppana 2001
     "elfn": "nodes.extensions.elfn",  # Holland & Vaidya; Yu 2004 s3.1/3.2
     "atcp": "nodes.extensions.atcp",  # Liu & Singh 2001
+    "epln": "nodes.extensions.epln",  # Yu 2004 s4.2-4.3.5, Algorithm 2
+    "bead": "nodes.extensions.bead",  # Yu 2004 s4.3.2-4.3.3, Algorithm 1
+    "dsr_update": "nodes.extensions.dsr_update",  # Yu 2004 s2.2 (distributed cache update)
 }
 """name -> module (docs/extensions.md); further ones as they land (epln, bead, dsr_update, ...)."""
 

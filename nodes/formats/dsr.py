@@ -22,6 +22,7 @@ from scapy.fields import (
     ConditionalField,
     FieldLenField,
     FieldListField,
+    IntField,
     IPField,
     PacketListField,
     ShortField,
@@ -36,6 +37,7 @@ DSR_OPTION_TYPES = {
     2: "RREP",
     3: "RERR",
     17: "conn_list",
+    18: "cache_update",
     32: "ACK",
     96: "SourceRoute",
     160: "ACKREQ",
@@ -64,7 +66,11 @@ class DSROption(Packet):
     @classmethod
     def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
         if _pkt:
-            return DSR_OPTIONS.get(_pkt[0], DSROptUnknown)
+            layer = DSR_OPTIONS.get(_pkt[0], DSROptUnknown)
+            fits = getattr(layer, "fits", None)
+            # An extension option whose bytes do not parse is shown as unknown (the router's
+            # codec keeps it as a RawOption and carries it unchanged).
+            return layer if fits is None or fits(bytes(_pkt)) else DSROptUnknown
         return cls
 
     def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
@@ -192,6 +198,79 @@ class DSROptSourceRoute(DSROption):
         BitField("salvage", 0, 4),
         BitField("segs_left", 0, 6),
         FieldListField("addresses", [], IPField("", "0.0.0.0"), length_from=lambda p: p.len - 2),
+    ]
+
+
+class DSRConnInfo(Packet):
+    """Yu 2004 s4.2 ``conn_info`` (one entry of a ``conn_list``; nodes.extensions.epln)."""
+
+    name = "DSR conn_info"
+    fields_desc = [
+        IPField("src", "0.0.0.0"),
+        IPField("dst", "0.0.0.0"),
+        ShortField("sport", 0),
+        ShortField("dport", 0),
+        BitField("ack", 0, 1),
+        BitField("ack_sent", 0, 1),
+        BitField("reserved", 0, 6),
+        FieldLenField("n", None, count_of="seqnos", fmt="B"),
+        PacketListField("seqnos", [], lambda s: DSRConnSeq(s), count_from=lambda p: p.n),
+    ]
+
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        return b"", s
+
+
+class DSRConnSeq(Packet):
+    """One lost (or salvaged) packet of a ``conn_info``: sequence/ACK number and pkt_lost."""
+
+    name = "DSR conn_info seqno"
+    fields_desc = [IntField("seqno", 0), ByteField("pkt_lost", 1)]
+
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        return b"", s
+
+
+@register_dsr_option
+class DSROptConnList(DSROption):
+    """Yu 2004 s4.2: the ``conn_list`` option (type 17) in a ROUTE ERROR."""
+
+    name = "DSR conn_list"
+
+    @staticmethod
+    def fits(raw: bytes) -> bool:
+        """True when the option's data is a whole number of well-formed conn_info entries."""
+        if len(raw) < 2 or len(raw) < 2 + raw[1]:
+            return False
+        i, end = 2, 2 + raw[1]
+        while i < end:
+            if i + 14 > end or raw[i + 13] == 0:
+                return False
+            i += 14 + 5 * raw[i + 13]
+        return i == end and end > 2
+
+    fields_desc = [
+        ByteEnumField("type", 17, DSR_OPTION_TYPES),
+        FieldLenField("len", None, length_of="conn_list", fmt="B"),
+        PacketListField("conn_list", [], DSRConnInfo, length_from=lambda p: p.len),
+    ]
+
+
+@register_dsr_option
+class DSROptCacheUpdate(DSROption):
+    """DSR-Update (Yu 2004 s2.2) cache update notification (type 18): the broken link."""
+
+    name = "DSR cache update"
+
+    @staticmethod
+    def fits(raw: bytes) -> bool:
+        return len(raw) >= 10 and raw[1] == 8
+
+    fields_desc = [
+        ByteEnumField("type", 18, DSR_OPTION_TYPES),
+        ByteField("len", None),
+        IPField("link_from", "0.0.0.0"),
+        IPField("link_to", "0.0.0.0"),
     ]
 
 

@@ -120,6 +120,15 @@ class DsrRouting(RoutingProtocol):
     - ``on_data_forward(packet, prev_hop, next_hop)``: a data packet is forwarded (TCP-aware
       extensions read the inner TCP header; the DSR header is still on).
     - ``on_local_deliver(packet, src)``: a data packet (DSR header removed) goes up to the kernel.
+    - ``on_route_sent(route, next_hop, kind)``: this node sent ``next_hop`` a packet carrying the
+      full path ``route`` (a source route it originated, forwarded or salvaged, or the route in a
+      Route Reply), so ``next_hop`` may now cache its links (Yu 2004 s2.2 cache table).
+    - ``on_control_forward(packet, kind, prev_hop, next_hop)``: a routing packet is forwarded;
+      ``packet`` is the mutable ``bytearray`` about to leave: subscribers may change option bytes
+      in place, keeping the length (BEAD's ``ack_sent``, Yu 2004 s4.3.2).
+
+    Extensions originate packets of their own over cached routes (never a discovery) with
+    :meth:`send_options` and :meth:`send_inner_cached`.
     """
 
     name = "dsr"
@@ -137,6 +146,8 @@ class DsrRouting(RoutingProtocol):
             "on_packet_overheard",
             "on_data_forward",
             "on_local_deliver",
+            "on_route_sent",
+            "on_control_forward",
         }
     )
 
@@ -273,6 +284,7 @@ class DsrRouting(RoutingProtocol):
     def _send_data(self, inner: bytes, route: Path) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
         pkt = fastpath.add_source_route(inner, route[1:-1])
+        self._emit("on_route_sent", route=route, next_hop=route[1], kind="data")
         self._send(pkt, route[1], "data")
 
     def _arm_send_buffer(self) -> None:
@@ -406,6 +418,7 @@ class DsrRouting(RoutingProtocol):
         back = tuple(reversed(full[: k + 1]))
         sr = SourceRoute(back[1:-1], len(back) - 2)
         pkt = build(self.me, full[0], [sr, RouteReply(full[1:])], ttl=self.p.ttl)
+        self._emit("on_route_sent", route=full, next_hop=back[1], kind="rrep")
         self._send(pkt, back[1], "rrep")
         self.ctx.counters.routing_sent["rrep"] += 1
         if grat:
@@ -578,11 +591,17 @@ class DsrRouting(RoutingProtocol):
         fastpath.advance(buf, fastpath.find_source_route(buf, dp.ihl))
         sl = sr.segs_left - 1
         nh = sr.addresses[len(sr.addresses) - sl] if sl else path[-1]
+        if kind != "data":
+            self._emit("on_control_forward", packet=buf, kind=kind, prev_hop=ev.src, next_hop=nh)
         pkt = bytes(buf)
+        self._emit("on_route_sent", route=path, next_hop=nh, kind=kind)
         if kind == "data":
             self.ctx.counters.data_forwarded += 1
             self._emit("on_data_forward", packet=pkt, prev_hop=ev.src, next_hop=nh)
         else:
+            rrep = dp.find(RouteReply)
+            if isinstance(rrep, RouteReply) and dp.dst is not None:
+                self._emit("on_route_sent", route=(dp.dst,) + rrep.addresses, next_hop=nh, kind=kind)
             self.ctx.counters.routing_forwarded[kind] += 1
         self._send(pkt, nh, kind)
 
@@ -750,6 +769,7 @@ class DsrRouting(RoutingProtocol):
         new = fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr)
         self.ctx.counters.extra["salvaged"] += 1
         self._emit("on_packet_salvaged", packet=new, old_route=path, new_route=route, salvage=sr.salvage + 1)
+        self._emit("on_route_sent", route=route, next_hop=route[1], kind=kind)
         self._send(new, route[1], kind, salvaged=sr.salvage + 1)
 
     def _nested_options(self, dp: DsrPacket, salvage: int) -> list[DsrOption]:
@@ -787,6 +807,58 @@ class DsrRouting(RoutingProtocol):
         self.ctx.counters.routing_sent["rerr"] += 1
         if nested:
             self.ctx.counters.extra["nested_rerr_sent"] += 1
+
+    # ------------------------------------------------------------------ for extensions
+    def _collect(self, fn: Any) -> list[Action]:
+        """Run ``fn`` with a fresh output list (callable from hooks and from outside on_event)."""
+        saved, self._out = self._out, []
+        try:
+            fn()
+            return self._out
+        finally:
+            self._out = saved
+
+    def send_options(
+        self, dst: int, options: Sequence[DsrOption], *, route: Path | None = None, kind: str = "rerr"
+    ) -> list[Action] | None:
+        """Originate a routing packet (a Source Route, then ``options``) to ``dst`` over ``route``
+        or a cached route; None when there is none: no Route Discovery for a notification (Yu
+        2004 s4.1 "No route discovery is initiated at any intermediate node")."""
+        r = route if route is not None else self.cache.find(dst, self._now)
+        if r is None or len(r) < 2 or r[0] != self.me or r[-1] != dst:
+            return None
+
+        def go() -> None:
+            sr = SourceRoute(r[1:-1], len(r) - 2)
+            self._emit("on_route_sent", route=r, next_hop=r[1], kind=kind)
+            self._send(build(self.me, dst, [sr, *options], ttl=self.p.ttl), r[1], kind)
+            self.ctx.counters.routing_sent[kind] += 1
+
+        return self._collect(go)
+
+    def send_inner_cached(self, inner: bytes, dst: int) -> list[Action] | None:
+        """Send an IP packet whose IP source may be another node (a copy of a TCP ACK, BEAD) to
+        ``dst`` over a cached route; None without one. When the IP source is not this node it
+        leaves as this node's salvage (section 8.3.6: ``Address[1]`` = this node, Salvage 1),
+        which is how ns-2 sends Yu's retransmitted ACK (``new_p.src <- net_id``)."""
+        r = self.cache.find(dst, self._now)
+        if r is None or len(r) < 2:
+            return None
+
+        def go() -> None:
+            if ip_to_station(ipv4.src(inner)) == self.me:
+                self._send_data(inner, r)
+                return
+            pkt = fastpath.add_source_route(inner, r[1:-1])
+            addrs = (self.me,) + r[1:-1]
+            new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, 1)
+            pkt = fastpath.replace_source_route(
+                pkt, fastpath.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
+            )
+            self._emit("on_route_sent", route=r, next_hop=r[1], kind="data")
+            self._send(pkt, r[1], "data", salvaged=1)
+
+        return self._collect(go)
 
     # ------------------------------------------------------------------ timers and queue
     def _timer(self, key: object) -> None:

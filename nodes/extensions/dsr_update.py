@@ -1,0 +1,200 @@
+"""DSR-Update, the distributed cache update algorithm (Yu 2004, MobiCom, section 2.2; Yu & Kedem's
+"distributed adaptive cache update algorithm" [21] it summarises), over DSR.
+
+s2.2: "In a cache table, a node not only stores routes but also maintains the information
+necessary for cache updates ... (2) which neighbor has learned which link of the route through a
+ROUTE REPLY. Thus, for each cached link, a node knows a set of neighborhood nodes that have that
+link in their caches." "The algorithm is started either when a node detects a link failure or
+when a node receives a cache update notification. In either case, it notifies only the
+neighborhood nodes that have cached the broken link to update their caches. Therefore, the
+information about a broken link will be propagated to all reachable nodes that have that link in
+their caches."
+
+- The cache table (:attr:`DsrUpdate.cache_table`): broken link -> the neighbours that learned it
+  from this node, filled from DSR's ``on_route_sent`` hook: the route of every Route Reply this
+  node sent or forwarded, and every source route it originated, forwarded or salvaged (with
+  ``bidirectional_links`` a neighbour caches a heard path both ways, so both directions are
+  recorded).
+- On ``on_link_failure`` (this node detected the break) and on receiving a cache update
+  notification for a link, the node sends one notification to each neighbour recorded for the
+  link (never back to the node it heard the notification from, nor to the unreachable node) and
+  forgets the record, so the recursion ends.
+- The notification is a one-hop ROUTE ERROR (NODE_UNREACHABLE for the link: every DSR node
+  removes the link on it, as Yu counts "Update ROUTE ERRORs" as routing overhead) followed by a
+  :class:`CacheUpdateOption` (DSR option type 18, :data:`OPT_CACHE_UPDATE`) that tells a node
+  with this extension to propagate it.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from nodes.core import ipv4
+from nodes.core.addr import ip_to_station, station_ip_bytes
+from nodes.core.events import Action
+from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions.epln import check_dsr
+from nodes.protocols.dsr.options import (
+    OPT_EXPERIMENTAL_FIRST,
+    OPTION_DECODERS,
+    DsrOption,
+    RawOption,
+    RouteError,
+    register_option,
+)
+
+OPT_CACHE_UPDATE = OPT_EXPERIMENTAL_FIRST
+"""DSR option type 18: the DSR-Update cache update notification. Unassigned in RFC 4728; ``18 &
+0x80 == 0`` and ``18 & 0x60 == 0``: a router without the extension skips it (section 8.1.6)."""
+
+LINK = struct.Struct("!4s4s")
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheUpdateOption:
+    """The cache update notification::
+
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    | Option Type=18| Opt Data Len=8|
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |                Link From Address (broken link)                |
+    |                 Link To Address (broken link)                 |
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    """
+
+    TYPE: ClassVar[int] = OPT_CACHE_UPDATE
+    link_from: int
+    link_to: int
+
+    @property
+    def link(self) -> Link:
+        return (self.link_from, self.link_to)
+
+    def encode(self) -> bytes:
+        return bytes((OPT_CACHE_UPDATE, LINK.size)) + LINK.pack(
+            station_ip_bytes(self.link_from), station_ip_bytes(self.link_to)
+        )
+
+
+def decode_cache_update(data: bytes) -> DsrOption:
+    """The notification, or a :class:`RawOption` carried unchanged when the bytes are not one."""
+    if len(data) != LINK.size:
+        return RawOption(OPT_CACHE_UPDATE, data)
+    a, b = (ip_to_station(x) for x in LINK.unpack(data))
+    if a is None or b is None:
+        return RawOption(OPT_CACHE_UPDATE, data)
+    return CacheUpdateOption(a, b)
+
+
+if OPTION_DECODERS.get(OPT_CACHE_UPDATE) is not decode_cache_update:
+    register_option(OPT_CACHE_UPDATE, decode_cache_update)
+
+
+@dataclass(frozen=True, slots=True)
+class DsrUpdateParams:
+    cache_table_size: int = 1024
+    """Links kept in the cache table (least recently recorded forgotten first); ours."""
+    both_directions: bool = True
+    """Record a link in both directions (as DSR's ``bidirectional_links`` learns it)."""
+
+    def __post_init__(self) -> None:
+        if self.cache_table_size < 1:
+            raise ValueError("cache_table_size must be >= 1")
+
+
+class DsrUpdate:
+    """DSR-Update at one station."""
+
+    name = "dsr_update"
+
+    def __init__(self, ctx: NodeContext, protocol: Any, params: DsrUpdateParams, log: logging.Logger) -> None:
+        self.ctx = ctx
+        self.protocol = protocol
+        self.p = params
+        self.log = log
+        self.cache_table: OrderedDict[Link, set[int]] = OrderedDict()
+        """cached link -> the neighbours that learned it from this node."""
+        self.notified: list[tuple[int, Link, int]] = []
+        """(t_ns, link, neighbour) of every notification sent."""
+        self.counters = dict.fromkeys(("updates_sent", "updates_received", "link_failures"), 0)
+        hooks = ctx.hooks
+        hooks.subscribe("on_route_sent", self.on_route_sent)
+        hooks.subscribe("on_link_failure", self.on_link_failure)
+        hooks.subscribe("on_route_error_received", self.on_route_error_received)
+
+    def _learned(self, link: Link, neighbour: int) -> None:
+        s = self.cache_table.get(link)
+        if s is None:
+            s = self.cache_table[link] = set()
+            while len(self.cache_table) > self.p.cache_table_size:
+                self.cache_table.popitem(last=False)
+        else:
+            self.cache_table.move_to_end(link)
+        s.add(neighbour)
+
+    def on_route_sent(self, route: Sequence[int], next_hop: int, **_: Any) -> list[Action]:
+        """ "which neighbor has learned which link of the route" (s2.2)."""
+        for a, b in zip(route, route[1:], strict=False):
+            self._learned((a, b), next_hop)
+            if self.p.both_directions:
+                self._learned((b, a), next_hop)
+        return []
+
+    def on_link_failure(self, link: Link, now_ns: int, **_: Any) -> list[Action]:
+        """ "started ... when a node detects a link failure"."""
+        self.counters["link_failures"] += 1
+        return self.notify(link, {link[1]}, now_ns)
+
+    def on_route_error_received(
+        self,
+        rerr: RouteError,
+        following: Sequence[DsrOption],
+        packet: bytes,
+        for_me: bool,
+        now_ns: int,
+        **_: Any,
+    ) -> list[Action]:
+        """ "... or when a node receives a cache update notification"."""
+        if not for_me:
+            return []
+        opt = next((o for o in following if isinstance(o, (CacheUpdateOption, RouteError))), None)
+        if not isinstance(opt, CacheUpdateOption):
+            return []
+        self.counters["updates_received"] += 1
+        self.ctx.counters.extra["dsr_update_received"] += 1
+        sender = ip_to_station(ipv4.src(packet))
+        return self.notify(opt.link, {opt.link_to} | ({sender} if sender is not None else set()), now_ns)
+
+    def notify(self, link: Link, exclude: set[int], now_ns: int) -> list[Action]:
+        """ "it notifies only the neighborhood nodes that have cached the broken link"."""
+        targets: set[int] = set(self.cache_table.pop(link, set()))
+        if self.p.both_directions:
+            targets |= self.cache_table.pop((link[1], link[0]), set())
+        out: list[Action] = []
+        for n in sorted(targets - exclude - {self.ctx.station}):
+            opts = [RouteError(link[0], n, unreachable=link[1]), CacheUpdateOption(*link)]
+            acts = self.protocol.send_options(n, opts, route=(self.ctx.station, n))
+            if acts is None:
+                continue
+            self.notified.append((now_ns, link, n))
+            del self.notified[:-1024]
+            self.counters["updates_sent"] += 1
+            self.ctx.counters.extra["dsr_update_sent"] += 1
+            out += acts
+        return out
+
+    def state(self) -> dict[str, Any]:
+        return {"counters": dict(self.counters), "cache_table": len(self.cache_table)}
+
+
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> DsrUpdate:
+    p = params_from_dict(DsrUpdateParams, params, "extensions.dsr_update")
+    check_dsr(protocol, "dsr_update")
+    return DsrUpdate(ctx, protocol, p, ctx.log.getChild("dsr_update"))
