@@ -22,6 +22,10 @@ EXTENSIONS: dict[str, str] = {
     "epln": "nodes.extensions.epln",  # Yu 2004 s4.2-4.3.5, Algorithm 2
     "bead": "nodes.extensions.bead",  # Yu 2004 s4.3.2-4.3.3, Algorithm 1
     "dsr_update": "nodes.extensions.dsr_update",  # Yu 2004 s2.2 (distributed cache update)
+    "persistent_mac": "nodes.extensions.persistent_mac",  # Klemm 2004 s4.1
+    "proactive_lm": "nodes.extensions.proactive_lm",  # Klemm 2004 s4.2.1, s4.2.3 (GDWN)
+    "reactive_lm": "nodes.extensions.reactive_lm",  # Klemm 2004 s4.2.2, s4.2.3 (GDWN)
+    "route_control": "nodes.extensions.route_control",  # Cohen & Levin s3-4 (Table I, SR-5)
 }
 """name -> module (docs/extensions.md); further ones as they land (epln, bead, dsr_update, ...)."""
 

@@ -11,7 +11,8 @@ never dies on a type it does not know. ``dest_count`` of a RERR defaults to ``No
 filled at build time. Octets after a message (AODV extensions, section 7) dissect as ``Raw``; a truncated message
 dissects as ``AODVUnknown`` too.
 Flag bits follow the RFC figures (scapy lists flag names from the least significant bit):
-RREQ ``J R G D U``, RREP ``R A``, RERR ``N``.
+RREQ ``J R G D U``, RREP ``R A``, RERR ``N`` and our ``G`` (going down, Klemm 2004: the bit after
+``N``, reserved in RFC 3561; docs/extensions-aodv.md).
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ class AODVRerr(AODV):
     name = "AODV RERR"
     fields_desc = [
         ByteEnumField("type", 3, AODV_TYPES),
-        FlagsField("flags", 0, 1, "N"),
-        BitField("reserved", 0, 15),
+        FlagsField("flags", 0, 2, "GN"),
+        BitField("reserved", 0, 14),
         FieldLenField("dest_count", None, fmt="B", count_of="unreachable"),
         PacketListField("unreachable", [], AODVUnreachable, count_from=lambda p: p.dest_count),
     ]

@@ -67,6 +67,8 @@ F_JOIN, F_REPAIR, F_GRATUITOUS, F_DEST_ONLY, F_UNKNOWN_SEQ = 0x80, 0x40, 0x20, 0
 F_RREP_REPAIR, F_ACK = 0x80, 0x40
 # RERR flag bit (second octet)
 F_NO_DELETE = 0x80
+F_GOING_DOWN = 0x40
+"""RERR 'G' (a reserved bit in RFC 3561): Klemm 2004's GDWN message (docs/extensions-aodv.md)."""
 
 _RREQ = struct.Struct("!BBBBIIIII")
 _RREP = struct.Struct("!BBBBIIII")
@@ -140,11 +142,14 @@ class Rerr:
     unreachable: tuple[tuple[int, int], ...]
     """(Unreachable Destination IP Address, Unreachable Destination Sequence Number) pairs."""
     no_delete: bool = False
+    going_down: bool = False
+    """'G': the routes are going down (Klemm 2004 GDWN), not broken."""
 
     def encode(self) -> bytes:
         if not 1 <= len(self.unreachable) <= 255:
             raise ValueError("a RERR carries 1..255 unreachable destinations")
-        head = _RERR_HEAD.pack(MsgType.RERR, F_NO_DELETE if self.no_delete else 0, 0, len(self.unreachable))
+        fl = (F_NO_DELETE if self.no_delete else 0) | (F_GOING_DOWN if self.going_down else 0)
+        head = _RERR_HEAD.pack(MsgType.RERR, fl, 0, len(self.unreachable))
         return head + b"".join(_PAIR.pack(ip, seq & _U32) for ip, seq in self.unreachable)
 
 
@@ -194,7 +199,7 @@ def decode(data: bytes) -> Message:
         if len(data) < _RERR_HEAD.size + count * _PAIR.size:
             raise MalformedMessage("truncated")
         pairs = tuple(_PAIR.unpack_from(data, _RERR_HEAD.size + i * _PAIR.size) for i in range(count))
-        return Rerr(pairs, bool(fl & F_NO_DELETE))
+        return Rerr(pairs, bool(fl & F_NO_DELETE), bool(fl & F_GOING_DOWN))
     if t == MsgType.RREP_ACK:
         if len(data) < 2:
             raise MalformedMessage("truncated")

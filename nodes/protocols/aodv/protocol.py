@@ -28,6 +28,10 @@ Hooks (``HOOKS``; keyword arguments; a subscriber may return actions):
     every received frame (also overheard ones), with its signal.
 ``on_mac_outcome(frame, ok, rts_attempts, data_attempts, now_ns)``
     every TX status from the MAC.
+``on_tx_failure(frame, rts_attempts, data_attempts, decision, now_ns)``
+    a unicast frame failed, before the core treats it as a link break. ``decision``
+    (``TxFailureDecision``) is mutable: ``link_break=False`` keeps the link (the subscriber took
+    the frame over, e.g. Klemm's Persistent MAC or Reactive LM sending it again).
 ``on_route_request(rreq, prev_hop, decision, now_ns)``
     a new (not duplicate) RREQ arrived. ``decision`` (``RreqDecision``) is mutable: set
     ``accept=False`` to ignore the RREQ entirely (no reverse route, no rebroadcast), ``reply=False``
@@ -36,7 +40,8 @@ Hooks (``HOOKS``; keyword arguments; a subscriber may return actions):
 ``on_route_reply(rrep, prev_hop, decision, now_ns)``
     a RREP (not a HELLO) arrived; ``decision.accept=False`` ignores it.
 ``on_route_error(rerr, prev_hop, now_ns)``
-    a RERR arrived.
+    a RERR arrived. A RERR with the 'G' (going down, Klemm 2004) flag is not an error: the core
+    passes it to the subscribers only and changes no route.
 ``on_local_deliver(packet, prev_hop, now_ns)``
     a data packet for this station arrived from ``prev_hop``.
 ``on_packet_dropped(packet, reason, now_ns)``
@@ -99,6 +104,13 @@ class RrepDecision:
     accept: bool = True
 
 
+@dataclass(slots=True)
+class TxFailureDecision:
+    """What the core does with a failed unicast; ``on_tx_failure`` subscribers may clear it."""
+
+    link_break: bool = True
+
+
 class AodvRouting(RoutingProtocol):
     name = "aodv"
     HOOKS = frozenset(
@@ -108,6 +120,7 @@ class AodvRouting(RoutingProtocol):
             "on_data_forward",
             "on_neighbour_signal",
             "on_mac_outcome",
+            "on_tx_failure",
             "on_route_request",
             "on_route_reply",
             "on_route_error",
@@ -224,7 +237,18 @@ class AodvRouting(RoutingProtocol):
                 now_ns=now,
             )
         if not ev.ok and ev.frame.next_hop != BROADCAST:
-            acts += self._link_break(ev.frame.next_hop, ev.frame, now)
+            decision = TxFailureDecision()
+            if hooks.has_subscribers("on_tx_failure"):
+                acts += hooks.emit(
+                    "on_tx_failure",
+                    frame=ev.frame,
+                    rts_attempts=ev.rts_attempts,
+                    data_attempts=ev.data_attempts,
+                    decision=decision,
+                    now_ns=now,
+                )
+            if decision.link_break:
+                acts += self._link_break(ev.frame.next_hop, ev.frame, now)
         return acts
 
     def _on_timer(self, key: Hashable, now: int) -> list[Action]:
@@ -845,6 +869,8 @@ class AodvRouting(RoutingProtocol):
         acts: list[Action] = []
         if self.ctx.hooks.has_subscribers("on_route_error"):
             acts += self.ctx.hooks.emit("on_route_error", rerr=m, prev_hop=prev, now_ns=now)
+        if m.going_down:
+            return acts  # Klemm's GDWN notice: for the extension that sent it, not an error
         # Section 6.11 case (iii): "the list should consist of those destinations in the RERR for
         # which there exists a corresponding entry in the local routing table that has the
         # transmitter of the received RERR as the next hop."
@@ -873,6 +899,25 @@ class AodvRouting(RoutingProtocol):
                 e.precursors.clear()
         return acts + self._send_rerr(unreachable, recipients, now, no_delete=m.no_delete, forwarded=True)
 
+    # ---------------------------------------------------------------- for extensions
+    def start_discovery(self, dst: int, now_ns: int) -> list[Action]:
+        """Start a route discovery for ``dst`` (none if one is running), e.g. Klemm's source
+        rediscovering a GDWN route."""
+        return self._start_discovery(dst, now_ns)
+
+    def send_rerr(
+        self,
+        unreachable: list[tuple[int, int]],
+        recipients: Iterable[int],
+        now_ns: int,
+        *,
+        going_down: bool = False,
+        forwarded: bool = False,
+    ) -> list[Action]:
+        """A RERR (section 6.11 rules: unicast to one recipient, else broadcast, TTL 1, rate
+        limit); ``going_down`` sets the 'G' flag (Klemm's GDWN message, docs/extensions-aodv.md)."""
+        return self._send_rerr(unreachable, recipients, now_ns, going_down=going_down, forwarded=forwarded)
+
     def _send_rerr(
         self,
         unreachable: list[tuple[int, int]],
@@ -881,6 +926,7 @@ class AodvRouting(RoutingProtocol):
         *,
         no_delete: bool = False,
         forwarded: bool = False,
+        going_down: bool = False,
     ) -> list[Action]:
         """Section 6.11: "In case there is only one unique neighbor that needs to receive the
         RERR, the RERR SHOULD be unicast toward that neighbor. Otherwise the RERR is typically
@@ -891,15 +937,16 @@ class AodvRouting(RoutingProtocol):
         acts: list[Action] = []
         for i in range(0, len(unreachable), 255):
             chunk = unreachable[i : i + 255]
-            rerr = Rerr(tuple((station_ip_int(d), s) for d, s in chunk), no_delete)
+            rerr = Rerr(tuple((station_ip_int(d), s) for d, s in chunk), no_delete, going_down)
             # "A node should not generate more than RERR_RATELIMIT RERR messages per second."
             if not self.rerr_rate.allow(now):
                 acts.append(Drop(rerr.encode(), "aodv_rerr_ratelimit"))
                 continue
+            kind = "gdwn" if going_down else "rerr"
             if len(nbs) == 1:
-                acts.append(self._unicast(nbs[0], rerr, "rerr", forwarded, 1))
+                acts.append(self._unicast(nbs[0], rerr, kind, forwarded, 1))
             else:
-                acts.append(self._broadcast(rerr, 1, "rerr", forwarded, now))
+                acts.append(self._broadcast(rerr, 1, kind, forwarded, now))
         return acts
 
     # ================================================================ output

@@ -94,7 +94,9 @@ def is_fresher(entry: RouteEntry | None, seq: int, hop_count: int) -> bool:
     if d > 0:
         return True
     if d == 0:
-        return not entry.usable or hop_count < entry.hop_count
+        # A GDWN route (Klemm 2004, set only by an extension) is "going down": like an inactive
+        # one, the same sequence number replaces it.
+        return entry.state is not RouteState.VALID or hop_count < entry.hop_count
     return False
 
 
