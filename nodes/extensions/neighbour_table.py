@@ -138,11 +138,13 @@ class NeighbourTable:
         self.p = params or NeighbourTableParams()
         self.entries: dict[int, NeighbourEntry] = {}
 
-    def heard(self, neighbour: int, rssi_dbm: float, now_ns: int) -> NeighbourEntry:
+    def heard(
+        self, neighbour: int, rssi_dbm: float, now_ns: int, tx_power_w: float | None = None
+    ) -> NeighbourEntry:
         """ "When a node receives a packet from a neighbor N_Y, it replaces the older entries of the
         table, corresponding to that neighbor, with the more recent ones." Two frames in the same
         nanosecond replace the newer sample only."""
-        d = distance_from_rx_power(dbm_to_w(rssi_dbm), self.p)
+        d = distance_from_rx_power(dbm_to_w(rssi_dbm), self.p, tx_power_w)
         e = self.entries.get(neighbour)
         if e is None:
             e = self.entries[neighbour] = NeighbourEntry(neighbour, d, now_ns)
@@ -180,9 +182,13 @@ class KlemmStation:
     tx_failure: list[tuple[int, TxFailureFn]] = field(default_factory=list)
     """(priority, handler) for ``on_tx_failure``: Persistent MAC 0, Reactive LM 1."""
     shared: dict[str, Any] = field(default_factory=dict)
+    peer_tx_power_w: dict[int, float] = field(default_factory=dict)
+    """P_t assumed for a neighbour's frames when not the default. The paper puts P_t in the MAC
+    header; our frames do not carry it, so a link Reactive LM runs at high power is assumed high
+    at both ends (both raise it, section 4.2.2)."""
 
     def on_neighbour_signal(self, neighbour: int, rssi_dbm: float, snr_db: float, now_ns: int) -> None:
-        self.table.heard(neighbour, rssi_dbm, now_ns)
+        self.table.heard(neighbour, rssi_dbm, now_ns, self.peer_tx_power_w.get(neighbour))
 
     def on_tx_failure(self, **kw: Any) -> list[Action]:
         out: list[Action] = []

@@ -193,13 +193,15 @@ class ReactiveLm:
         self.st = st
         self.gd = gd
         self.p = params
-        self.high_power_dbm = w_to_dbm(power_for_range_w(params.high_power_range_m, st.table.p))
+        self.high_power_w = power_for_range_w(params.high_power_range_m, st.table.p)
+        self.high_power_dbm = w_to_dbm(self.high_power_w)
         """P_t of the high-power range (26.16 dBm for 275 m with the ns2-wavelan preset)."""
         self.lookahead_ns = round(params.lookahead_s * NS_PER_S)
         self.avoid_ns = round(params.avoid_s * NS_PER_S)
 
     def _raise(self, nb: int, now_ns: int) -> list[Action]:
         self.gd.high_power[nb] = now_ns
+        self.st.peer_tx_power_w[nb] = self.high_power_w
         self.ctx.counters.extra["klemm_high_power_on"] += 1
         return [SetPower(nb, self.high_power_dbm)] + self.gd.link_going_down(
             nb, now_ns, "high_power", self.avoid_ns
@@ -237,6 +239,7 @@ class ReactiveLm:
     ) -> list[Action]:
         if self.gd.high_power.pop(next_hop, None) is None:
             return []
+        self.st.peer_tx_power_w.pop(next_hop, None)
         self.ctx.counters.extra["klemm_high_power_off"] += 1
         return [SetPower(next_hop, None)]
 
@@ -249,6 +252,7 @@ class ReactiveLm:
         for nb in list(self.gd.high_power):
             if not table.via(nb, now_ns):
                 del self.gd.high_power[nb]
+                self.st.peer_tx_power_w.pop(nb, None)
                 self.ctx.counters.extra["klemm_high_power_off"] += 1
                 acts.append(SetPower(nb, None))
         return acts
