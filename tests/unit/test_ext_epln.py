@@ -229,3 +229,65 @@ def test_params_and_protocol_checked() -> None:
         )
     with pytest.raises(ParamError):
         attach_extensions(node.ctx, node.runtime.protocol, [{"name": "epln", "params": {"nope": 1}}])
+
+
+def test_epln_bead_dsr_update_survive_mutated_frames() -> None:
+    """The three Yu 2004 extensions on one DSR node: 5,000 mutated notifications, data and ACKs
+    (received, forwarded, overheard, with TX failures) raise nothing."""
+    import random
+
+    from nodes.core import NS_PER_MS
+    from nodes.core.events import FromAir, FromLocal, TxStatus
+    from nodes.core.protocol import NodeContext
+    from nodes.core.runtime import NodeRuntime
+    from nodes.extensions.dsr_update import CacheUpdateOption
+    from nodes.protocols.dsr.fastpath import add_source_route
+    from nodes.protocols.dsr.options import SourceRoute, build
+
+    class _IO:
+        def transmit(self, frame: object) -> None:
+            pass
+
+        def deliver_local(self, packet: bytes) -> None:
+            pass
+
+        def set_power(self, neighbour: int | None, tx_power_dbm: float | None) -> None:
+            pass
+
+    me = 3
+    ctx = NodeContext(station=me, n_stations=8, rng=random.Random(1), promiscuous=True)
+    proto = DsrRouting(ctx)
+    agent = EndpointAgent(station_ip_bytes(me), kernel=FakeKernel())
+    rt = NodeRuntime(ctx, proto, _IO())
+    rt.endpoint = agent
+    ctx.endpoint = TcpControl(agent)
+    attach_extensions(ctx, proto, ["epln", "bead", "dsr_update"])
+    rt.start(0)
+    e_data = ConnInfo(S, R, 40000, 5201, "data", ((seq(1), True), (seq(2), False)))
+    e_ack = ConnInfo(R, S, 5201, 40000, "ack", ((seq(1), True),))
+    seeds = [
+        build(2, 4, [SourceRoute((3,), 1), RouteError(2, 4, unreachable=7), ConnListOption((e_data, e_ack))]),
+        build(4, 1, [SourceRoute((3, 2), 2), RouteError(4, 1, unreachable=5), ConnListOption((e_ack,))]),
+        build(2, me, [SourceRoute((), 0), RouteError(2, me, unreachable=6), CacheUpdateOption(2, 6)]),
+        build(2, me, [SourceRoute((), 0), RouteError(2, me, unreachable=1), ConnListOption((e_data,))]),
+        add_source_route(ack(2), (3,)),
+        add_source_route(data(2), (3,)),
+    ]
+    rng = random.Random(7)
+    now = 0
+    for i in range(5000):
+        b = bytearray(rng.choice(seeds))
+        for _ in range(rng.randrange(4)):
+            b[rng.randrange(20, len(b))] = rng.randrange(256)
+        if rng.random() < 0.1:
+            b = b[: rng.randrange(20, len(b))]
+        overheard = rng.random() < 0.1
+        rt.handle(FromAir(bytes(b), rng.randint(1, 6), me if not overheard else 5, overheard=overheard), now)
+        if rt.mac_busy is not None:
+            rt.tx_done(TxStatus(rt.mac_busy, rng.random() < 0.6, 1, 1), now)
+        if i % 50 == 0:
+            rt.handle(FromLocal(data(i % 7)), now)
+        now += NS_PER_MS
+        rt.fire_due(now)
+    extra = ctx.counters.extra
+    assert extra["link_failures"] > 0 and extra["dsr_update_received"] > 0, dict(extra)
