@@ -133,3 +133,26 @@ def test_no_route_anywhere_no_retransmission() -> None:
     assert all(b.retransmitted == [] for b in beads.values())
     assert beads[4].counters["no_route"] == 1
     assert acks_delivered(net, 1) == [1]
+
+
+def test_salvager_without_a_route_notifies_the_receiver_and_a_forwarder_retransmits() -> None:
+    """Yu 2004 Fig. 3: C (2) salvages the ACK over C-I-H-A (2-5-6-1), I (5) meets a broken
+    (5, 6) and tells C; C has no route to the sender, so it notifies the receiver E (4); D (3),
+    forwarding that notification, has a route to A (3-7-1) and retransmits the ACK."""
+    net, beads = setup(7)
+    net.link_down(1, 2)
+    for a, b in ((2, 5), (6, 1), (3, 7), (7, 1)):
+        net.link_up(a, b)
+    dsr(net, 2).add_route((2, 5, 6, 1), primary=True)
+    net.inject(4, ack(2))
+    net.at(net.now_ns + 2_000_000, lambda: dsr(net, 3).add_route((3, 7, 1), primary=True))
+    net.run_until(3 * NS_PER_S)
+    assert net.nodes[2].ctx.counters.extra["salvaged"] == 1
+    assert [d.seqno for d in notifier_of(net.nodes[5].ctx, dsr(net, 5)).drop_list] == [ISS + 2 * MSS]
+    (e2,) = notifications(net, 5, 2)
+    assert e2.ptype == "ack" and not e2.ack_sent
+    assert beads[2].counters["notified_receiver"] == 1 and beads[2].retransmitted == []
+    assert [(a, role) for _t, _c, a, role in beads[3].retransmitted] == [(ISS + 2 * MSS, "forwarder")]
+    assert all(e.ack_sent for e in notifications(net, 3, 4))
+    assert beads[4].retransmitted == []
+    assert acks_delivered(net, 1) == [1, 2]
