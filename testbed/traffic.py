@@ -232,8 +232,14 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
             "sum_received"
         )
         if recv:
-            res["throughput_bps"] = float(recv.get("bits_per_second", 0.0))
-            res["bytes_received"] = int(recv.get("bytes", 0))
+            res["throughput_bps"] = float(recv.get("bits_per_second") or 0.0)
+            res["bytes_received"] = int(recv.get("bytes") or 0)
+        elif server is not None and window > 0 and not file_transfer:
+            # the receiver ran but no data reached it in the flow's time (e.g. no route ever
+            # found in a partitioned topology): a measured zero, not a failure of the tool
+            res["bytes_received"] = 0
+            res["throughput_bps"] = 0.0
+            res["no_data"] = True
     if fl.proto == "tcp":
         sent = (client or {}).get("end", {}).get("sum_sent")
         if sent and "retransmits" in sent:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,44 @@ def test_parse_flow_reports_iperf3_errors(tmp_path: Path) -> None:
     res = traffic.parse_flow(fl)
     assert res["throughput_bps"] is None
     assert "No route to host" in res["error"]
+
+
+def _intervals(*per_second_bytes: int) -> list[dict[str, Any]]:
+    return [
+        {"sum": {"start": float(i), "end": float(i + 1), "bytes": b, "omitted": False}}
+        for i, b in enumerate(per_second_bytes)
+    ]
+
+
+def test_parse_flow_counts_receiver_bytes_within_the_flow_window(tmp_path: Path) -> None:
+    """Throughput is what the receiver got during the flow's nominal duration: data drained after
+    it (a late end-of-test exchange over a broken path) does not count, and an interrupted test
+    keeps its numbers."""
+    sc = load_scenario(CHAIN5)
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    window = float(fl.spec.duration_s or 0)
+    n = int(window)
+    fl.server_json.write_text(
+        json.dumps(
+            {
+                "intervals": _intervals(*([1000] * n + [50_000])),
+                "error": "interrupt - the client has terminated",
+            }
+        )
+    )
+    fl.client_json.write_text(json.dumps({"end": {"sum_sent": {"retransmits": 2}}}))
+    res = traffic.parse_flow(fl)
+    assert res["bytes_received"] == 1000 * n
+    assert res["throughput_bps"] == 8.0 * 1000 * n / window
+    assert res["interrupted"] is True and res["error"] is None
+    assert res["retransmits"] == 2
+
+
+def test_parse_flow_receiver_without_data_is_a_measured_zero(tmp_path: Path) -> None:
+    sc = load_scenario(CHAIN5)
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    fl.server_json.write_text(json.dumps({"intervals": [], "error": "interrupt - the server has terminated"}))
+    fl.client_json.write_text(json.dumps({"end": {"sum_received": {"bits_per_second": None, "bytes": None}}}))
+    res = traffic.parse_flow(fl)
+    assert res["throughput_bps"] == 0.0 and res["bytes_received"] == 0
+    assert res["error"] is None
