@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
-from scapy.packet import raw
 
 from nodes.core.events import FromAir
 from nodes.core.protocol import NodeContext
@@ -65,8 +65,8 @@ def test_plain_rerr_has_no_g() -> None:
 def test_core_ignores_a_gdwn_rerr_without_the_extension() -> None:
     ctx = NodeContext(station=1, n_stations=10, rng=random.Random(1))
     core = create(ctx, {"name": "aodv"})
-    core.table.add(RouteEntry(5, 2, 2, 7, True, 10**10))  # type: ignore[attr-defined]
+    core.table.add(RouteEntry(5, 2, 2, 7, True, 10**10))
     core.on_event(FromAir(build(A2, 0x0A000001, 1, GDWN_BYTES, 1), 2, 1), 10**6)
-    e = core.table.lookup(5, 10**6)  # type: ignore[attr-defined]
+    e = core.table.lookup(5, 10**6)
     assert e is not None and e.state is RouteState.VALID
     assert ctx.counters.routing_received["rerr"] == 1

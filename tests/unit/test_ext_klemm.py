@@ -294,7 +294,7 @@ def test_reactive_lm_repairs_with_high_power_and_never_sends_rreqs_at_high_power
     high = [(s, f) for s, f in sent if f.tx_power_dbm is not None]
     assert high and all(s == 2 and f.next_hop == 3 and f.meta.get(META_HIGH) for s, f in high)
     assert high[0][1].tx_power_dbm == pytest.approx(HIGH_DBM)
-    assert (2, 3, pytest.approx(HIGH_DBM)) in net.power_changes
+    assert (2, 3, pytest.approx(HIGH_DBM)) in net.power_changes  # type: ignore[comparison-overlap]
     assert c2.extra["aodv_link_breaks"] == 0 and c2.extra["klemm_high_power_links"] == 1
     # the upstream source got the GDWN message and started a new route discovery
     assert n[1].ctx.counters.extra["klemm_gdwn_received"] == 1
