@@ -52,10 +52,10 @@ EXTENSIONS: Final[dict[str, frozenset[str]]] = {
     "atcp": _ALL,  # Liu & Singh 2001
     "abra": _ALL,  # Ghanem 2008
     "fixed_rto": _ALL,  # Dyer & Boppana 2001
-    "persistent_mac": _ALL,  # Klemm 2004 (MAC level)
+    "persistent_mac": frozenset({"aodv"}),  # Klemm 2004 (the AODV core's on_tx_failure hook)
     "proactive_lm": frozenset({"aodv"}),  # Klemm 2004 (needs the GDWN route state)
     "reactive_lm": frozenset({"aodv"}),  # Klemm 2004
-    "route_control": frozenset({"aodv", "static"}),  # Cohen & Levin (hop-by-hop routing)
+    "route_control": frozenset({"aodv"}),  # Cohen & Levin (AODV's on_data_forward hook)
 }
 
 ProtocolName = Literal["static", "dsr", "aodv"]

@@ -32,14 +32,14 @@ scenario: {SCENARIO}
 seeds: {{first: 1, count: 3}}
 set: {{duration_s: 30}}
 grid:
-  routing.extensions: [[], [route_control]]
+  routing.extensions: [[], [abra]]
   traffic.tcp[0].max_window_pkts: [4, 8]
 variants:
   cc:
     reno: {{tcp.cc: reno}}
     cubic: {{tcp.cc: cubic}}
 exclude:
-  - {{routing.extensions: [route_control], cc: cubic}}
+  - {{routing.extensions: [abra], cc: cubic}}
 """
 
 
@@ -110,7 +110,7 @@ class FakeRun:
 
 def test_expansion_is_the_product_minus_exclusions_with_seeds_innermost() -> None:
     points = expand(make_sweep())
-    # 2 extensions x 2 windows x 2 cc = 8 combinations, minus 2 (route_control with cubic), x 3 seeds
+    # 2 extensions x 2 windows x 2 cc = 8 combinations, minus 2 (abra with cubic), x 3 seeds
     assert len(points) == 6 * 3
     assert [p.index for p in points] == list(range(18))
     assert [p.seed for p in points[:4]] == [1, 2, 3, 1]
@@ -123,7 +123,7 @@ def test_expansion_is_the_product_minus_exclusions_with_seeds_innermost() -> Non
         "tcp.cc": "reno",
     }
     assert not any(
-        p.params["routing.extensions"] == ["route_control"] and p.params["cc"] == "cubic" for p in points
+        p.params["routing.extensions"] == ["abra"] and p.params["cc"] == "cubic" for p in points
     )
 
 
