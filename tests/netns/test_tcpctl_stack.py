@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_run import StackRun, skip_without_stack
 
-from nodes.tcpctl import kernel as K
-from nodes.tcpctl import observe
-from nodes.tcpctl.station import Client
 from testbed import run as tbrun
-from testbed.medium import MEDIUM_BIN
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
@@ -40,21 +36,9 @@ T_BACK = T_OUT + OUTAGE_S
 PROBE_S = 2.0  # ELFN thaw timer
 
 
-def _prereq() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root"
-    if not K.TCPCTL_OBJ.exists() or not K.VEGAS_OBJ.exists():
-        return "BPF objects not built (make -C nodes/tcpctl/bpf)"
-    if not MEDIUM_BIN.exists():
-        return "medium not built (make medium)"
-    return None
-
-
 @pytest.fixture(autouse=True)
 def _skip_without_prereq() -> None:
-    why = _prereq()
-    if why:
-        pytest.skip(why)
+    skip_without_stack()
 
 
 def scenario(
@@ -83,79 +67,24 @@ def scenario(
     return p
 
 
-class Run:
+class Run(StackRun):
     """One Testbed run in a thread; the test scripts the outage and the agent meanwhile."""
 
-    def __init__(self, tmp: Path, name: str, duration_s: float, flows: list[dict[str, Any]], **kw: Any) -> None:
+    def __init__(
+        self, tmp: Path, name: str, duration_s: float, flows: list[dict[str, Any]], **kw: Any
+    ) -> None:
         self.name = name
-        self.tb = tbrun.Testbed(
-            scenario(tmp, name.replace("_", "-").lower(), duration_s, flows, **kw),
-            experiment="tcpctl-stack",
-            out_root=RESULTS,
-            router_target=ROUTER,
-            quiet=True,
+        super().__init__(
+            tbrun.Testbed(
+                scenario(tmp, name.replace("_", "-").lower(), duration_s, flows, **kw),
+                experiment="tcpctl-stack",
+                out_root=RESULTS,
+                router_target=ROUTER,
+                quiet=True,
+            ),
+            "tcpctl_test.json",
         )
-        self.summary: dict[str, Any] = {}
-        self.error: BaseException | None = None
-        self.extra: dict[str, Any] = {"test": name}
-        self.client: Client | None = None
-
-    def __enter__(self) -> Run:
-        self.tb.__enter__()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            self.summary = self.tb.run()
-        except BaseException as exc:  # surfaced by finish()
-            self.error = exc
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if self.client is not None:
-                self.client.close()
-            self.tb.stop()
-        finally:
-            if self.tb.results is not None:
-                (self.tb.dir / "tcpctl_test.json").write_text(json.dumps(self.extra, indent=1, default=str))
-
-    # ---------------------------------------------------------------- helpers
-    def agent(self) -> Client:
-        if self.client is None:
-            assert self.tb.state is not None
-            self.client = Client(self.tb.state / "sta1.tcpctl.sock")
-        return self.client
-
-    def at(self, t_s: float) -> None:
-        """Sleep until run time ``t_s``."""
-        time.sleep(max(0.0, t_s - self.tb.now_s()))
-
-    def data_conn(self, timeout_s: float = 10.0) -> str:
-        end = time.monotonic() + timeout_s
-        while time.monotonic() < end:
-            conns = self.agent().call("conns")["conns"]
-            best = max(conns.items(), key=lambda kv: kv[1]["seg_out"], default=None)
-            if best is not None and best[1]["seg_out"] > 20:
-                return str(best[0])
-            time.sleep(0.2)
-        raise AssertionError("no iperf3 data connection through sta1's agent")
-
-    def link(self, up: bool) -> float:
-        """The sta2-sta3 link down (loss 1.0) or back; returns the router time (s) of the change."""
-        self.tb.medium("set_link", a=2, b=3, loss=None if up else 1.0)
-        return self.agent().call("now")["now_ns"] / 1e9
-
-    def timeouts_now(self) -> int:
-        """TcpExtTCPTimeouts of sta1 now (kernel RTO expirations)."""
-        return observe.nstat(self.tb.station(1).netns).get("TcpExtTCPTimeouts", 0)
-
-    def finish(self) -> dict[str, Any]:
-        self.thread.join(120)
-        if self.error is not None:
-            raise self.error
-        return self.summary
+        self.extra["test"] = name
 
     def series(self, conn: str) -> list[dict[str, Any]]:
         smp = self.tb.sampler
@@ -241,14 +170,17 @@ def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
         rtos = r.extra["rto_log_us"]
         r.extra.update(
             timeouts=sta1_timeouts(summ),
-            series_rto_timeouts=[during[0].get("rto_timeouts"), during[-1].get("rto_timeouts")] if during else None,
+            series_rto_timeouts=[during[0].get("rto_timeouts"), during[-1].get("rto_timeouts")]
+            if during
+            else None,
             max_backoff=max((s.get("backoff", 0) for s in during), default=None),
         )
     assert sta1_timeouts(summ) >= 3, r.extra
     assert k["n_rto"] >= 3
     # exponential backoff: each RTO of the outage is twice the previous (BPF log, within a jiffy);
     # the first may follow an estimate refreshed by ACKs still in flight when the link broke
-    assert len(rtos) >= 4
+    # 3 or 4 fit in the 10 s outage, depending on the queue-inflated srtt when it starts
+    assert len(rtos) >= 3
     for a, b in zip(rtos[1:], rtos[2:], strict=False):
         assert abs(b - 2 * a) <= 8_000, rtos
     # ... and visible in the 100 ms time series
@@ -281,11 +213,18 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
         ser = r.series(conn)
         after = [s for s in ser if t_thaw is not None and s["t_s"] > t_thaw - 0.05]
         r.extra.update(
-            t_out=t_out, t_back=t_back, t_thaw=t_thaw, t_resume=t_resume, t_new_data=t_new_data, timeouts_run=sta1_timeouts(summ),
-            timeouts_frozen=n1 - n0, rto_after_thaw_us=k["post_rto_us"],
+            t_out=t_out,
+            t_back=t_back,
+            t_thaw=t_thaw,
+            t_resume=t_resume,
+            t_new_data=t_new_data,
+            timeouts_run=sta1_timeouts(summ),
+            timeouts_frozen=n1 - n0,
+            rto_after_thaw_us=k["post_rto_us"],
             rto_before_freeze_us=k["frz_rto_us"],
             probes=(r.extra.get("agent") or {}).get("probes"),
-            cwnd_after=[s.get("cwnd") for s in after[:5]], rto_after_ms=[s.get("rto_ms") for s in after[:5]],
+            cwnd_after=[s.get("cwnd") for s in after[:5]],
+            rto_after_ms=[s.get("rto_ms") for s in after[:5]],
         )
     # no kernel RTO timeout while frozen (nor until the thaw)
     assert n1 - n0 == 0, r.extra
@@ -293,7 +232,11 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
     # one probe every 2 s; transmission resumes within one probe interval of the link's return
     assert r.extra["probes"] >= OUTAGE_S / PROBE_S - 1
     assert t_thaw is not None and t_resume is not None
-    assert t_resume - t_back <= PROBE_S + 0.5, r.extra
+    # the answered probe (a data segment) resumes transmission within one probe interval ...
+    assert t_thaw - t_back <= PROBE_S + 0.1, r.extra
+    # ... and the kernel's own segments follow: at once with the old values; with the defaults
+    # (cwnd 2) its loss recovery first resends the outstanding window (measured 2.2-2.5 s)
+    assert t_resume - t_back <= PROBE_S + (0.5 if restore == "old" else 1.5), r.extra
     assert k["cmd_done"] == 2
     if restore == "old":
         assert k["applied_cwnd"] == k["frz_cwnd"] > 2
@@ -323,14 +266,22 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
         seq, t_drop = dropped["seq"], dropped["t_ns"]
         port = port_of(conn)
         outs = [t for t, d, sp, _dp, s, *_ in tr if d == "out" and sp == port and s == seq and t > t_drop]
-        acked = [t for t, d, _sp, dp, _s, _e, ack, *_ in tr if d == "in" and dp == port and t > t_drop
-                 and (ack - seq - 1) & 0x80000000 == 0]
+        acked = [
+            t
+            for t, d, _sp, dp, _s, _e, ack, *_ in tr
+            if d == "in" and dp == port and t > t_drop and (ack - seq - 1) & 0x80000000 == 0
+        ]
         t_drop_s = t_drop / 1e9  # the kernel's RTO then (tcp_info, last sample before the drop)
         before = [x for x in r.series(conn) if x["t_s"] <= t_drop_s + 0.01 and x.get("rto_ms")]
         rto_ms = float(before[-1]["rto_ms"]) if before else 200.0
         r.extra["kernel_state"] = st["kernel"]
-        r.extra.update(events=ev, retransmissions_on_wire_ns=outs, t_acked_ns=acked[:1], rto_ms=rto_ms,
-                       timeouts=sta1_timeouts(summ))
+        r.extra.update(
+            events=ev,
+            retransmissions_on_wire_ns=outs,
+            t_acked_ns=acked[:1],
+            rto_ms=rto_ms,
+            timeouts=sta1_timeouts(summ),
+        )
     assert reported["retransmitted"]
     assert outs and outs[0] == reported["t_ns"]  # the first copy on the wire is the agent's
     assert acked and (acked[0] - t_drop) / 1e6 < max(rto_ms, 200), r.extra  # before the kernel RTO
@@ -399,8 +350,12 @@ def test_atcp_destination_unreachable(tmp_path: Path) -> None:
         t_answer = first_in_after(tr, port, t_back)
         t_resume = first_new_data_after(tr, port, t_back)
         r.extra.update(
-            t_out=t_out, t_back=t_back, t_answer=t_answer, t_resume=t_resume,
-            first_probe_after_return=probes_after[:1], timeouts=sta1_timeouts(summ),
+            t_out=t_out,
+            t_back=t_back,
+            t_answer=t_answer,
+            t_resume=t_resume,
+            first_probe_after_return=probes_after[:1],
+            timeouts=sta1_timeouts(summ),
             cwnd_during=sorted({s.get("cwnd") for s in during}),
         )
     assert k["applied_cwnd"] == 1
@@ -423,9 +378,17 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
             ser = [s for s in r.series(conn) if s["t_s"] > fs["started_at_s"] + 3 and "cwnd" in s]
             cw = sorted(int(s["cwnd"]) for s in ser)
             p10, p90 = cw[len(cw) // 10], cw[9 * len(cw) // 10]
-            out[fs["cc"]] = {"cc_kernel": fs["tcp"]["cc"], "min": cw[0], "max": cw[-1], "n": len(cw),
-                             "p10": p10, "p90": p90, "spread": p90 - p10,
-                             "retrans": fs["tcp"]["retrans_total"], "throughput_bps": fs["throughput_bps"]}
+            out[fs["cc"]] = {
+                "cc_kernel": fs["tcp"]["cc"],
+                "min": cw[0],
+                "max": cw[-1],
+                "n": len(cw),
+                "p10": p10,
+                "p90": p90,
+                "spread": p90 - p10,
+                "retrans": fs["tcp"]["retrans_total"],
+                "throughput_bps": fs["throughput_bps"],
+            }
         r.extra["cwnd"] = out
     v, reno = out["vegas"], out["reno"]
     assert v["cc_kernel"].startswith("vegas_") and reno["cc_kernel"] == "reno"
