@@ -32,6 +32,8 @@ from pydantic import (
     model_validator,
 )
 
+from topologies.scenario import yaml_line_map
+
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
 _PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
 
@@ -220,20 +222,6 @@ def groups(points: list[Point]) -> Iterator[list[Point]]:
 # Loading
 
 
-def _line_map(node: yaml.Node | None, prefix: tuple[str, ...], out: dict[tuple[str, ...], int]) -> None:
-    if node is None:
-        return
-    out.setdefault(prefix, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = (*prefix, str(key_node.value))
-            out[key] = key_node.start_mark.line + 1
-            _line_map(value_node, key, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_map(item, (*prefix, str(i)), out)
-
-
 def _render(loc: Loc) -> str:
     out = ""
     for part in loc:
@@ -266,8 +254,7 @@ def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -
         where = f"{file}:{mark.line + 1}" if mark else file
         reason = " ".join(s for s in (exc.context, exc.problem) if s)
         raise SweepError(file, [("", reason)], f"{where}: YAML syntax error: {reason}") from None
-    lines: dict[tuple[str, ...], int] = {}
-    _line_map(node, (), lines)
+    lines = yaml_line_map(node)
     if not isinstance(data, dict):
         raise SweepError(file, [("", "expected a mapping")], f"{file}: expected a mapping of fields")
     try:

@@ -732,6 +732,14 @@ def _line_map(node: yaml.Node | None, prefix: PathKey, out: dict[PathKey, int]) 
             _line_map(item, (*prefix, str(i)), out)
 
 
+def yaml_line_map(node: yaml.Node | None) -> dict[PathKey, int]:
+    """Each field path (as strings) of a composed YAML document -> its 1-based line (for error
+    messages that name file:line; also used by experiments/spec.py for sweep files)."""
+    out: dict[PathKey, int] = {}
+    _line_map(node, (), out)
+    return out
+
+
 def _read_yaml(text: str, file: str) -> tuple[Any, dict[PathKey, int]]:
     loader = _Loader(text)
     try:
