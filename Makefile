@@ -4,6 +4,7 @@ SCENARIO  ?= topologies/chain5-dsr-mobile.yaml
 SEED      ?=
 EXPERIMENT?= default
 MEDIUM    := medium/target/release/manet-medium
+FASTPATH  := nodes/router/native/libmtfast.so
 PYTEST    := $(PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: setup run test test-unit test-netns bench clean lint medium help
@@ -18,20 +19,23 @@ medium: $(MEDIUM)
 $(MEDIUM): $(shell find medium/src -name '*.rs' 2>/dev/null) medium/Cargo.toml
 	cd medium && cargo build --release -q
 
-run: medium
+$(FASTPATH): nodes/router/native/fastpath.c
+	$(MAKE) -s -C nodes/router/native
+
+run: medium $(FASTPATH)
 	$(PY) -m testbed.run $(SCENARIO) $(if $(SEED),--seed $(SEED)) --experiment $(EXPERIMENT)
 
-test: medium
+test: medium $(FASTPATH)
 	cd medium && cargo test --release -q
 	$(PYTEST) tests --timeout 600
 
 test-unit:
 	$(PYTEST) tests -m "not netns"
 
-test-netns: medium
+test-netns: medium $(FASTPATH)
 	$(PYTEST) tests -m netns --timeout 600
 
-bench: medium
+bench: medium $(FASTPATH)
 	bash scripts/bench.sh
 
 clean:

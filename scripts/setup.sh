@@ -2,7 +2,7 @@
 # Idempotent installer for the MANET testbed: Debian packages, Python packages, the Rust medium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang llvm libbpf-dev libelf-dev zlib1g-dev iproute2 nftables iptables
+APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang gcc make llvm libbpf-dev libelf-dev zlib1g-dev iproute2 nftables iptables
           procps psmisc openssh-server sshpass util-linux ethtool)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -16,6 +16,7 @@ python3 -m pip install -q --disable-pip-version-check -r requirements.txt
 if [ -f medium/Cargo.toml ]; then
   (cd medium && cargo build --release -q)
 fi
+make -s -C nodes/router/native  # the router's native fast path (docs/router.md)
 if [ -f nodes/tcpctl/bpf/Makefile ]; then
   make -s -C nodes/tcpctl/bpf
 fi

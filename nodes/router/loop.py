@@ -83,6 +83,8 @@ class EpollLoop:
         self._code: int | None = None
         self._closed = False
         self._n_cancelled = 0
+        self._poller: Callable[[float], list[tuple[int, int]]] | None = None
+        self._poller_changed = False
 
     # ------------------------------------------------------------------ readers
     def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
@@ -100,6 +102,21 @@ class EpollLoop:
         except (OSError, ValueError):  # already closed
             pass
         return True
+
+    def fileno(self) -> int:
+        """The epoll descriptor (a poller set with ``set_poller`` waits on it)."""
+        return self._ep.fileno()
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        """``epoll.poll`` on the loop's descriptors."""
+        return self._ep.poll(timeout)
+
+    def set_poller(self, poller: Callable[[float], list[tuple[int, int]]] | None) -> None:
+        """Wait with ``poller(timeout_s) -> [(fd, events)]`` instead of ``epoll.poll`` (the router's
+        native fast path, nodes/router/fastpath.py); None restores ``epoll.poll``. Takes effect at
+        the next iteration."""
+        self._poller = poller
+        self._poller_changed = True
 
     # ------------------------------------------------------------------ timers
     def time_ns(self) -> int:
@@ -182,7 +199,8 @@ class EpollLoop:
         return self._code
 
     def _run(self) -> None:
-        poll = self._ep.poll
+        self._poller_changed = False
+        poll = self._poller or self._ep.poll
         readers = self._readers
         heap = self._heap
         soon = self._soon
@@ -209,6 +227,9 @@ class EpollLoop:
                     fn(*args)
             if heap and heap[0][0] <= _monotonic_ns():
                 self._run_timers()
+            if self._poller_changed:
+                self._poller_changed = False
+                poll = self._poller or self._ep.poll
 
     def _run_timers(self) -> None:
         heap = self._heap

@@ -38,6 +38,7 @@ from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
 from nodes.formats import medium as wire
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
+from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
 from nodes.router.loop import EpollLoop, TimerHandle
 
 EXIT_OK = 0
@@ -55,7 +56,7 @@ KNOWN_KEYS = frozenset(
         "run_id", "station_id", "n_stations", "seed", "medium_socket", "protocol", "extensions",
         "ifq_len", "promiscuous", "out_dir",
         # optional, router-only (docs/router.md)
-        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s",
+        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s", "fastpath",
         "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
     }
 )
@@ -133,6 +134,10 @@ class Router:
         self.counters_interval_s = float(config.get("counters_interval_s", 1.0))
         self.mirror_mode, self.freq_mhz, self.rate = mirror_config(config.get("mirror", "auto"))
         self.mirror_enabled = self.mirror_mode != "off"
+        self.fastpath_mode = fastpath_mode(config.get("fastpath"))
+        self.fastpath: FastPath | None = None
+        self.fastpath_off_reason: str | None = None
+        self.capture_check_interval_ns = CAPTURE_CHECK_NS
 
         self.io: Counter[str] = Counter()
         self.sock: socket.socket | None = None
@@ -357,7 +362,11 @@ class Router:
         if recv is None:
             return
         try:
-            buf = recv(RECV_SIZE, _MSG_DONTWAIT)
+            fp = self.fastpath
+            if fp is not None and fp.st.has_msg:  # read by the fast path, left for the core
+                buf = fp.take()
+            else:
+                buf = recv(RECV_SIZE, _MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -571,6 +580,12 @@ class Router:
                 "timers": len(rt.timers),
                 "tx_pending": len(self.pending),
             }
+        fp = self.fastpath
+        if fp is not None:
+            fp.sync()
+            out["fastpath"] = {"on": True, **fp.stats()}
+        else:
+            out["fastpath"] = {"on": False, "reason": self.fastpath_off_reason}
         if self.protocol is not None:
             try:
                 out["protocol"] = {"name": self.protocol.name, "state": self.protocol.state()}
@@ -613,11 +628,15 @@ class Router:
                 tcpctl_control.start(loop)
             self.rt.start(self.clock.now_ns())
             self._rearm()
+            self.start_fastpath(loop)
             self.write_counters()
             loop.call_later(self.counters_interval_s, self._periodic_counters)
             self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
             code = loop.run()
         finally:
+            if self.fastpath is not None:
+                loop.set_poller(None)
+                self.fastpath.sync()
             for fd in fds:
                 if fd >= 0:
                     loop.remove_reader(fd)
@@ -630,6 +649,22 @@ class Router:
                 loop.close()
                 self.loop = None
         return code
+
+    def start_fastpath(self, loop: EpollLoop) -> None:
+        """Wait with the native fast path if it can run here (nodes/router/fastpath.py)."""
+        reason = "fastpath: off" if self.fastpath_mode == "off" else why_not(self)
+        lib = None
+        if reason is None:
+            lib = load_library()
+            if lib is None:
+                reason = "library not built (make setup builds nodes/router/native/libmtfast.so)"
+        self.fastpath_off_reason = reason
+        if reason is not None or self.sock is None:
+            self.log.info("fast path off: %s", reason)
+            return
+        self.fastpath = FastPath(lib, self, loop.fileno(), loop.poll)
+        loop.set_poller(self.fastpath.poll)
+        self.log.info("fast path on (static routes, native forwarding)")
 
     def close(self) -> None:
         if self.sock is not None:

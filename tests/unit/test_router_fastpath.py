@@ -1,0 +1,225 @@
+"""The router's native fast path (nodes/router/fastpath.py, native/fastpath.c) against the Python
+path: the same scripted medium conversation, once with ``fastpath: auto`` and once with ``off``,
+must produce the same messages to the medium, the same packets to the kernel and the same counters.
+
+The daemon runs for real (``Router.serve()``: its epoll loop, timers, signal handling) in the main
+thread; a thread plays the medium on an AF_UNIX SOCK_SEQPACKET socketpair and the kernel on a
+datagram socketpair standing in for the TUN. No root needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodes.core.ipv4 import header_checksum_ok, set_header_checksum
+from nodes.formats import medium as wire
+from nodes.router import fastpath
+from nodes.router.loop import EpollLoop
+from nodes.router.main import EXIT_MEDIUM_GONE, Router
+
+ME = 2
+ROUTES = {3: 3, 4: 3, 5: 1}
+pytestmark = pytest.mark.skipif(fastpath.load_library() is None, reason="libmtfast.so not built (make setup)")
+
+
+def ip(dst: int, src: int = 1, ttl: int = 64, size: int = 120, ident: int = 0x1234) -> bytes:
+    hdr = bytearray(b"\x45\x00" + size.to_bytes(2, "big") + ident.to_bytes(2, "big") + b"\x40\x00"
+                    + bytes((ttl, 6)) + b"\x00\x00" + bytes((10, 0, 0, src, 10, 0, 0, dst)))
+    set_header_checksum(hdr)
+    return bytes(hdr) + bytes(range(size - 20))
+
+
+class Medium:
+    """The medium's and the kernel's side of one scripted conversation."""
+
+    def __init__(self, sock: socket.socket, tun: socket.socket) -> None:
+        self.sock = sock
+        self.tun = tun
+        self.seq = 0
+        self.log: list[Any] = []
+        sock.settimeout(2.0)
+        tun.settimeout(0.3)
+
+    def rx(self, packet: bytes, src: int = 1, flags: int = 0, seq: int | None = None) -> None:
+        self.seq = self.seq + 1 if seq is None else seq
+        self.sock.send(wire.encode_rx(self.seq, 0, src, ME, packet, flags, -60.0, 30.0, -95.0))
+
+    def status(self, tx: wire.Tx, status: int) -> None:
+        self.seq += 1
+        self.sock.send(wire.encode_tx_status(self.seq, 0, tx.cookie, status, 1, 1, wire.CAUSE_OUT_OF_RANGE
+                                             if status == wire.FAILED else 0))
+
+    def expect_tx(self) -> wire.Tx:
+        msg = wire.decode(self.sock.recv(65536))
+        assert isinstance(msg, wire.Tx), msg
+        self.log.append(("tx", msg.seq, msg.cookie, msg.dst, msg.payload, msg.retry_limit, msg.flags))
+        assert header_checksum_ok(msg.payload)
+        return msg
+
+    def expect_nothing(self) -> None:
+        self.sock.settimeout(0.3)
+        try:
+            extra = self.sock.recv(65536)
+        except TimeoutError:
+            self.log.append(("quiet",))
+        else:
+            self.log.append(("unexpected", wire.decode(extra)))
+        self.sock.settimeout(2.0)
+
+    def kernel(self) -> None:
+        try:
+            self.log.append(("tun", self.tun.recv(65536)))
+        except TimeoutError:
+            self.log.append(("tun-quiet",))
+
+    def script(self) -> None:
+        tx = None
+        try:
+            self.rx(ip(3))  # forwarded to 3, acked
+            tx = self.expect_tx()
+            assert tx.dst == 3 and tx.payload[8] == 63
+            self.status(tx, wire.ACKED)
+            self.rx(ip(4, ident=2))  # via 3
+            tx = self.expect_tx()
+            assert tx.dst == 3
+            self.status(tx, wire.ACKED)
+            self.rx(ip(3, ident=3))  # the link fails: the core drops it (link_failure)
+            tx = self.expect_tx()
+            self.status(tx, wire.FAILED)
+            self.rx(ip(3, ttl=1, ident=4))  # TTL expires: dropped, nothing sent
+            self.expect_nothing()
+            self.rx(ip(ME, ident=5))  # for us: up to the kernel
+            self.kernel()
+            self.rx(ip(3, ident=6), seq=self.seq + 5)  # out of order: counted, dropped
+            self.expect_nothing()
+            self.rx(ip(3, ident=7), flags=wire.RX_OVERHEARD)  # overheard: static ignores it
+            self.expect_nothing()
+            self.rx(ip(5, ident=8))  # a burst: the second waits in the interface queue
+            self.rx(ip(3, ident=9))
+            tx = self.expect_tx()
+            assert tx.dst == 1
+            self.status(tx, wire.ACKED)
+            tx = self.expect_tx()
+            assert tx.dst == 3
+            self.status(tx, wire.SENT)
+            self.tun.send(ip(4, src=ME, ident=10))  # from the kernel
+            tx = self.expect_tx()
+            self.rx(ip(3, ident=11))  # arrives while that TX is outstanding
+            self.status(tx, wire.ACKED)
+            tx = self.expect_tx()
+            self.status(tx, wire.ACKED)
+            for i in range(50):  # a steady stream
+                self.rx(ip(4, ident=100 + i))
+                tx = self.expect_tx()
+                self.status(tx, wire.ACKED)
+            self.seq += 1  # an RX too short for its own header
+            self.sock.send(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.RX, self.seq, 0) + bytes(20))
+            self.expect_nothing()
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.log.append(("error", repr(exc)))
+        finally:
+            self.sock.close()
+
+
+def converse(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None
+             ) -> tuple[list[Any], dict[str, Any], Router, int]:
+    config = {
+        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
+        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
+        "mirror": mirror, "fastpath": mode, "counters_interval_s": 0.05,
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    r = Router(config, logging.getLogger(f"test.fastpath.{mode}"))
+    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tun_r.setblocking(False)
+    tap_r.setblocking(False)
+    r.tun_fd, r.tap_fd = tun_r.fileno(), tap_r.fileno()
+    if packet_sockets is not None:
+        r.packet_sockets_path = packet_sockets
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
+    r.attach_medium(ours, 0)
+    r.build_core()
+    r.loop = EpollLoop()
+    medium = Medium(theirs, tun_k)
+    t = threading.Thread(target=medium.script, daemon=True)
+    t.start()
+    code = r.serve()
+    t.join(10)
+    snap = r.snapshot()
+    mirrored = 0
+    try:
+        while tap_k.recv(65536, socket.MSG_DONTWAIT):
+            mirrored += 1
+    except BlockingIOError:
+        pass
+    r.loop.close()
+    for s in (tun_k, tap_k):
+        s.close()
+    r.tun_fd = r.tap_fd = -1  # closed with their socket objects
+    for s in (tun_r, tap_r):
+        s.close()
+    return medium.log, snap, r, code if not mirrored else -mirrored
+
+
+def counters(snap: dict[str, Any]) -> dict[str, Any]:
+    c = snap["counters"]
+    return {k: c[k] for k in ("data_forwarded", "data_delivered", "data_originated", "drops", "malformed", "mac")} | {
+        "medium_rx": snap["io"]["medium_rx"], "medium_tx": snap["io"]["medium_tx"],
+        "tun_tx": snap["io"].get("tun_tx"), "pending": snap["runtime"]["tx_pending"],
+        "mac_busy": snap["runtime"]["mac_busy"], "ifq": snap["runtime"]["ifq_len"],
+    }
+
+
+def test_fast_path_matches_the_python_path(tmp_path: Path) -> None:
+    log_fast, snap_fast, r_fast, code_fast = converse(tmp_path / "fast", "auto")
+    log_py, snap_py, r_py, code_py = converse(tmp_path / "py", "off")
+    assert not [e for e in log_py if e[0] in ("error", "unexpected")], log_py
+    assert log_fast == log_py
+    assert counters(snap_fast) == counters(snap_py)
+    assert code_fast == code_py == EXIT_MEDIUM_GONE
+    c = counters(snap_py)
+    assert c["data_forwarded"] == 56 and c["data_originated"] == 1 and c["drops"] == {"link_failure": 1, "ttl_expired": 1}, c
+    assert c["malformed"] == {"out_of_order": 1, "bad_length": 1}, c
+    assert c["mac"]["tx_ok"] == 56 and c["mac"]["tx_failed"] == 1, c
+    # the fast path did the steady stream itself, and only it
+    assert snap_fast["fastpath"]["on"] and not snap_py["fastpath"]["on"]
+    assert snap_fast["fastpath"]["forwarded"] >= 50, snap_fast["fastpath"]
+    assert snap_py["fastpath"]["reason"] == "fastpath: off"
+    assert r_fast.fastpath is not None
+
+
+def test_a_capture_hands_every_frame_back_to_python(tmp_path: Path) -> None:
+    """``mirror: auto`` with a packet socket listening on all interfaces (a /proc/net/packet
+    stand-in): the native check sees it, Python mirrors every frame, nothing is forwarded natively."""
+    proc = tmp_path / "packet"
+    proc.write_text("sk       RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+                    "ffff8880 3      3    0003   0     1 0      0      4242\n")
+    log, snap, r, code = converse(tmp_path / "cap", "auto", mirror="auto", packet_sockets=str(proc))
+    assert not [e for e in log if e[0] in ("error", "unexpected")], log
+    assert snap["fastpath"]["on"] and snap["fastpath"]["forwarded"] == 0, snap["fastpath"]
+    assert code < 0  # mirror frames were written to the TAP
+    assert snap["counters"]["data_forwarded"] == 56
+
+
+def test_config_values() -> None:
+    assert fastpath.fastpath_mode(None) == "auto"
+    assert fastpath.fastpath_mode(False) == "off"
+    with pytest.raises(ValueError, match="fastpath must be one of"):
+        fastpath.fastpath_mode("fast")
+
+
+def test_only_static_routing_without_extensions(tmp_path: Path) -> None:
+    config = {"station_id": 1, "medium_socket": "x", "out_dir": str(tmp_path),
+              "protocol": {"name": "dsr", "params": {}}, "mirror": "off"}
+    r = Router(config, logging.getLogger("test.fastpath.dsr"))
+    r.build_core()
+    assert fastpath.why_not(r) is not None and "static" in str(fastpath.why_not(r))
