@@ -100,6 +100,16 @@ def test_chain_tcp_throughput_does_not_grow_with_hops(tmp_path: Path) -> None:
                 dump.send_signal(signal.SIGINT)
                 dump.wait(10)
         (tmp_path / "throughput.json").write_text(json.dumps(thr))
+        # static routing: the relays forwarded in the native fast path (docs/router.md), except sta3
+        # while tcpdump listened on its TAP (every frame through Python, to be mirrored)
+        time.sleep(1.5)  # the counters file is rewritten every second
+        fp = {}
+        for sid in (2, 3):
+            snap = json.loads((tb.dir / "routers" / f"sta{sid}.counters.json").read_text())
+            fp[sid] = (snap["fastpath"], snap["counters"]["data_forwarded"])
+        (tmp_path / "fastpath.json").write_text(json.dumps(fp))
+        assert fp[2][0]["on"] and fp[2][0]["forwarded"] > 100 and fp[2][0]["forwarded"] <= fp[2][1], fp
+        assert fp[3][0]["on"] and 100 < fp[3][0]["forwarded"] < fp[3][1] - 20, fp
         assert all(v > 0 for v in thr.values()), thr
         for h in (1, 2, 3):
             assert thr[h + 1] <= thr[h] * NOISE, f"throughput grew from {h} to {h + 1} hops: {thr}"
