@@ -2,65 +2,39 @@
 
 Used by the medium's socket tests (tests/medium/) and the lag benchmark (bench/medium/). The
 station router (nodes/router) has its own asyncio implementation; this one is blocking and
-small on purpose.
+small on purpose. The wire codec is the station's (``nodes.formats.medium``); what this module
+adds is a blocking fake router, the control socket, and a TX encoder that also builds the
+oversized frames the medium must reject.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import socket
-import struct
-from dataclasses import dataclass
+import sys
+from pathlib import Path
+from typing import Any
 
-MAGIC = 0x4D4D
-VERSION = 1
-HEADER = struct.Struct("<HBBIQ")
-T_HELLO, T_TX, T_SET_POWER, T_BYE = 1, 2, 3, 4
-T_WELCOME, T_TX_STATUS, T_RX = 129, 130, 131
-BROADCAST = 0xFFFF_FFFF
-STATUS = {0: "acked", 1: "failed", 2: "sent", 3: "rejected"}
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
+from nodes.formats import medium as wire  # noqa: E402
+from nodes.formats.medium import BROADCAST, Rx, Welcome  # noqa: E402,F401  (mm.BROADCAST, mm.Rx)
 
-@dataclass(frozen=True, slots=True)
-class Welcome:
-    time_ns: int
-    station_id: int
-    n_stations: int
-    epoch_monotonic_ns: int
-    default_tx_power_dbm: float
+hello = wire.encode_hello
+set_power = wire.encode_set_power
+bye = wire.encode_bye
 
 
-@dataclass(frozen=True, slots=True)
-class TxStatus:
-    time_ns: int
-    cookie: int
-    status: str
-    rts_attempts: int
-    data_attempts: int
-    cause: int
-    t_start_ns: int
-    t_end_ns: int
+class TxStatus(wire.TxStatusMsg):
+    """A TX_STATUS whose ``status`` reads as its name: "acked", "failed", "sent" or "rejected"."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
-class Rx:
-    time_ns: int
-    src: int
-    dst: int
-    flags: int
-    rssi_dbm: float
-    snr_db: float
-    noise_dbm: float
-    payload: bytes
-
-
-def header(msg_type: int, seq: int) -> bytes:
-    return HEADER.pack(MAGIC, VERSION, msg_type, seq, 0)
-
-
-def hello(seq: int, station_id: int, flags: int = 0) -> bytes:
-    return header(T_HELLO, seq) + struct.pack("<II", station_id, flags)
+    @property
+    def status(self) -> str:  # type: ignore[override]
+        return wire.STATUS_NAMES[super().status]
 
 
 def tx(
@@ -68,40 +42,29 @@ def tx(
     cookie: int,
     dst: int,
     payload: bytes,
-    power_dbm: float = math.nan,
+    power_dbm: float = wire.NAN,
     retry_limit: int = 0,
     flags: int = 0,
 ) -> bytes:
-    return (
-        header(T_TX, seq)
-        + struct.pack("<QIfBBH", cookie, dst, power_dbm, retry_limit, flags, len(payload))
-        + payload
+    """A TX message. Unlike the codec's encoder, a payload over the 2304-byte limit is encoded too
+    (with its true ``len``): the tests check that the medium rejects it."""
+    if len(payload) <= wire.MAX_PAYLOAD:
+        return wire.encode_tx(seq, cookie, dst, payload, power_dbm, retry_limit, flags)
+    fixed = wire.TX_ST.pack(
+        wire.MAGIC, wire.VERSION, wire.TX, seq, 0, cookie, dst, power_dbm, retry_limit, flags, len(payload)
     )
-
-
-def set_power(seq: int, neighbour: int, power_dbm: float) -> bytes:
-    return header(T_SET_POWER, seq) + struct.pack("<If", neighbour, power_dbm)
-
-
-def bye(seq: int) -> bytes:
-    return header(T_BYE, seq)
+    return fixed + payload
 
 
 def parse(b: bytes) -> Welcome | TxStatus | Rx:
-    magic, version, msg_type, _seq, time_ns = HEADER.unpack_from(b)
-    if magic != MAGIC or version != VERSION:
-        raise ValueError("bad header")
-    body = b[HEADER.size :]
-    if msg_type == T_WELCOME:
-        sid, n, epoch, power, _ = struct.unpack("<IIQfI", body)
-        return Welcome(time_ns, sid, n, epoch, power)
-    if msg_type == T_TX_STATUS:
-        cookie, st, rts, data, cause, t0, t1 = struct.unpack("<QBBBBQQ", body)
-        return TxStatus(time_ns, cookie, STATUS[st], rts, data, cause, t0, t1)
-    if msg_type == T_RX:
-        src, dst, flags, rssi, snr, noise, n = struct.unpack_from("<IIB3xfffH", body)
-        return Rx(time_ns, src, dst, flags, rssi, snr, noise, body[26 : 26 + n])
-    raise ValueError(f"unknown type {msg_type}")
+    """Decode a medium -> router message; ValueError (``wire.MalformedMessage``) if malformed or
+    not one the medium sends."""
+    m = wire.decode(b)
+    if isinstance(m, wire.TxStatusMsg):
+        return TxStatus._make(m)
+    if isinstance(m, (Welcome, Rx)):
+        return m
+    raise ValueError(f"not a medium -> router message: {type(m).__name__}")
 
 
 class Router:
@@ -153,10 +116,11 @@ class Control:
         self.sock.connect(path)
         self.f = self.sock.makefile("rwb")
 
-    def call(self, **req: object) -> dict:
+    def call(self, **req: object) -> dict[str, Any]:
         self.f.write(json.dumps(req).encode() + b"\n")
         self.f.flush()
-        return json.loads(self.f.readline())
+        reply: dict[str, Any] = json.loads(self.f.readline())
+        return reply
 
     def close(self) -> None:
         self.f.close()

@@ -1,6 +1,7 @@
 """A real-stack run driven from a test: the testbed runs the scenario's traffic in a thread while
 the test scripts link outages through the medium and talks to sta1's endpoint agent (tcpctl).
-Shared by tests/netns/test_tcpctl_stack.py and tests/netns/test_extensions.py."""
+Shared by tests/netns/test_tcpctl_stack.py and tests/netns/test_extensions.py, with the scenario
+both use (:func:`chain_scenario`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +29,38 @@ def skip_without_stack() -> None:
         pytest.skip("BPF objects not built (make -C nodes/tcpctl/bpf)")
     if not MEDIUM_BIN.exists():
         pytest.skip("medium not built (make medium)")
+
+
+def chain_scenario(
+    path: Path,
+    name: str,
+    duration_s: float,
+    flows: list[dict[str, Any]],
+    routing: dict[str, Any],
+    *,
+    sysctls: dict[str, int] | None = None,
+    tcpctl: bool | None = None,
+) -> Path:
+    """Write ``<path>/<name>.json``: 4 static stations 200 m apart on a line (a 3-hop chain with
+    ns2-wavelan's 250 m range), Reno, the given flows, ``routing`` section and extra sysctls.
+    ``tcpctl`` None writes no ``tcpctl`` section (the extension tests: an extension in
+    ``routing.extensions`` turns the endpoint agent on)."""
+    data: dict[str, Any] = {
+        "name": name,
+        "duration_s": duration_s,
+        "field": {"x_m": 800, "y_m": 100},
+        "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
+        "radio": {"preset": "ns2-wavelan"},
+        "mobility": {"model": "static"},
+        "traffic": {"tcp": flows},
+        "routing": routing,
+        "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
+    }
+    if tcpctl is not None:
+        data["tcpctl"] = {"enabled": tcpctl}
+    p = path / f"{name}.json"
+    p.write_text(json.dumps(data))
+    return p
 
 
 class StackRun:

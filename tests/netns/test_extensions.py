@@ -12,14 +12,13 @@ run's numbers are in ``results/extensions-netns/<runid>/extensions_test.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_run import StackRun, skip_without_stack
+from stack_run import StackRun, chain_scenario, skip_without_stack
 
 from nodes.extensions.abra import AbraBackoff, AbraParams
 from testbed import run as tbrun
@@ -50,22 +49,16 @@ class Run(StackRun):
         duration_s: float,
         sysctls: dict[str, int] | None = None,
     ) -> None:
-        data = {
-            "name": name,
-            "duration_s": duration_s,
-            "field": {"x_m": 800, "y_m": 100},
-            "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
-            "radio": {"preset": "ns2-wavelan"},
-            "mobility": {"model": "static"},
-            "traffic": {"tcp": [FLOW]},
-            "routing": {"protocol": protocol, "extensions": [ext]},
-            "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
-        }
-        p = tmp / f"{name}.json"
-        p.write_text(json.dumps(data))
         super().__init__(
             tbrun.Testbed(
-                p,
+                chain_scenario(
+                    tmp,
+                    name,
+                    duration_s,
+                    [FLOW],
+                    {"protocol": protocol, "extensions": [ext]},
+                    sysctls=sysctls,
+                ),
                 experiment="extensions-netns",
                 out_root=RESULTS,
                 router_target="nodes.router.main:run",

@@ -15,14 +15,13 @@ runs at 2 Mbit/s with RTTs of tens of ms, on a loaded 2-core machine.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_run import StackRun, skip_without_stack
+from stack_run import StackRun, chain_scenario, skip_without_stack
 
 from testbed import run as tbrun
 
@@ -41,42 +40,31 @@ def _skip_without_prereq() -> None:
     skip_without_stack()
 
 
-def scenario(
-    path: Path,
-    name: str,
-    duration_s: float,
-    flows: list[dict[str, Any]],
-    *,
-    tcpctl: bool = True,
-    sysctls: dict[str, int] | None = None,
-) -> Path:
-    data = {
-        "name": name,
-        "duration_s": duration_s,
-        "field": {"x_m": 800, "y_m": 100},
-        "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
-        "radio": {"preset": "ns2-wavelan"},
-        "mobility": {"model": "static"},
-        "traffic": {"tcp": flows},
-        "routing": {"protocol": "static", "routes": "auto"},
-        "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
-        "tcpctl": {"enabled": tcpctl},
-    }
-    p = path / f"{name}.json"
-    p.write_text(json.dumps(data))
-    return p
-
-
 class Run(StackRun):
     """One Testbed run in a thread; the test scripts the outage and the agent meanwhile."""
 
     def __init__(
-        self, tmp: Path, name: str, duration_s: float, flows: list[dict[str, Any]], **kw: Any
+        self,
+        tmp: Path,
+        name: str,
+        duration_s: float,
+        flows: list[dict[str, Any]],
+        *,
+        tcpctl: bool = True,
+        sysctls: dict[str, int] | None = None,
     ) -> None:
         self.name = name
         super().__init__(
             tbrun.Testbed(
-                scenario(tmp, name.replace("_", "-").lower(), duration_s, flows, **kw),
+                chain_scenario(
+                    tmp,
+                    name.replace("_", "-").lower(),
+                    duration_s,
+                    flows,
+                    {"protocol": "static", "routes": "auto"},
+                    sysctls=sysctls,
+                    tcpctl=tcpctl,
+                ),
                 experiment="tcpctl-stack",
                 out_root=RESULTS,
                 router_target=ROUTER,
