@@ -25,6 +25,7 @@ import ctypes
 import math
 import os
 import select
+import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +37,16 @@ from nodes.formats import medium as wire
 if TYPE_CHECKING:
     from nodes.router.main import Router
 
-ABI = 1
+ABI = 2
 """``fp_abi()`` of the library this module speaks to."""
 LIBRARY = Path(__file__).resolve().parent / "native" / "libmtfast.so"
 ENV_LIBRARY = "MANET_FASTPATH_LIB"
 ENV_MODE = "MANET_FASTPATH"
 MODES = ("auto", "off")
 MAX_EVENTS = 16
+SLOT_PREFIX = 16
+"""Bytes before the TX message in a queue slot: enqueue time (int64 ns), payload length (uint32)."""
+_SLOT_PREFIX = struct.Struct("<qI")
 _NEVER = 1 << 62
 
 
@@ -75,6 +79,9 @@ class _FpState(ctypes.Structure):
         ("routes", ctypes.POINTER(ctypes.c_uint16)),
         ("msg", ctypes.c_void_p),
         ("tx", ctypes.c_void_p),
+        ("q_buf", ctypes.c_void_p),
+        ("q_cap", ctypes.c_uint32),
+        ("slot_size", ctypes.c_uint32),
         ("enabled", ctypes.c_int32),
         ("py_busy", ctypes.c_int32),
         ("rx_seq", ctypes.c_uint32),
@@ -84,12 +91,15 @@ class _FpState(ctypes.Structure):
         ("capture_check_at", ctypes.c_int64),
         ("has_msg", ctypes.c_int32),
         ("msg_len", ctypes.c_int32),
+        ("q_head", ctypes.c_uint32),
+        ("q_count", ctypes.c_uint32),
         ("n_forwarded", ctypes.c_uint64),
         ("n_tx_ok", ctypes.c_uint64),
         ("n_medium_rx", ctypes.c_uint64),
         ("n_medium_tx", ctypes.c_uint64),
         ("n_wakeups", ctypes.c_uint64),
         ("n_capture_checks", ctypes.c_uint64),
+        ("n_queued", ctypes.c_uint64),
     ]
 
 
@@ -193,6 +203,12 @@ class FastPath:
         st.routes = self._routes
         st.msg = ctypes.addressof(self._msg)
         st.tx = ctypes.addressof(self._tx)
+        # the fast path's own queue: as many frames as the interface queue holds
+        self._slot_size = SLOT_PREFIX + wire.TX_ST.size + wire.MAX_PAYLOAD
+        st.q_cap = router.rt.ctx.ifq.capacity
+        st.slot_size = self._slot_size
+        self._q = ctypes.create_string_buffer(st.q_cap * self._slot_size)
+        st.q_buf = ctypes.addressof(self._q)
         st.enabled = 1
         self._st_ref = ctypes.byref(st)
         self._fds = (ctypes.c_int32 * MAX_EVENTS)()
@@ -224,7 +240,7 @@ class FastPath:
         r._cookie = st.cookie
         r._capture_check_at = st.capture_check_at
         self.sync()
-        if st.native_cookie:
+        if st.native_cookie or st.q_count:
             self._adopt()
         if n < 0:
             if n == -4:  # EINTR: a signal; the loop runs its handlers
@@ -249,16 +265,30 @@ class FastPath:
             self._seen = [fwd, ok, mrx, mtx]
 
     def _adopt(self) -> None:
-        """The fast path's TX is still outstanding: make it the runtime's (``pending``,
-        ``mac_busy``), so its TX_STATUS goes through the core as any other."""
+        """The fast path's TX still outstanding becomes the runtime's (``pending``, ``mac_busy``)
+        and its queued frames go to the interface queue in order, so that from here on the core
+        and the runtime see the MAC and the queue as they would have without the fast path."""
         st = self.st
-        tx = wire.TX_ST.unpack_from(self._tx, 0)
-        plen = tx[-1]
-        payload = ctypes.string_at(st.tx + wire.TX_ST.size, plen)
-        frame = Frame(payload, int(tx[6]))
-        self.router.pending[int(st.native_cookie)] = frame
-        self.rt.mac_busy = frame
-        st.native_cookie = 0
+        size = wire.TX_ST.size
+        if st.native_cookie:
+            tx = wire.TX_ST.unpack_from(self._tx, 0)
+            frame = Frame(ctypes.string_at(st.tx + size, tx[-1]), int(tx[6]))
+            self.router.pending[int(st.native_cookie)] = frame
+            self.rt.mac_busy = frame
+            st.native_cookie = 0
+        if st.q_count:
+            ifq = self.rt.ctx.ifq
+            epoch = self.router._epoch_ns
+            base, cap, slot = st.q_buf, st.q_cap, self._slot_size
+            for i in range(st.q_count):
+                off = ((st.q_head + i) % cap) * slot
+                enq, plen = _SLOT_PREFIX.unpack_from(self._q, off)
+                tx = wire.TX_ST.unpack_from(self._q, off + SLOT_PREFIX)
+                frame = Frame(ctypes.string_at(base + off + SLOT_PREFIX + size, plen), int(tx[6]))
+                frame.enq_ns = enq - epoch
+                victim = ifq.enqueue(frame)
+                assert victim is None  # the queue was empty when the fast path started queueing
+            st.q_head = st.q_count = 0
 
     def take(self) -> bytes:
         """The medium message ``fp_wait`` read but did not take (b"" at EOF; OSError on error)."""
@@ -274,5 +304,5 @@ class FastPath:
         return {
             "forwarded": st.n_forwarded, "tx_ok": st.n_tx_ok, "medium_rx": st.n_medium_rx,
             "medium_tx": st.n_medium_tx, "wakeups": st.n_wakeups, "returns": self.calls,
-            "capture_checks": st.n_capture_checks,
+            "capture_checks": st.n_capture_checks, "queued": st.n_queued,
         }

@@ -118,6 +118,33 @@ class Medium:
                 self.rx(ip(4, ident=100 + i))
                 tx = self.expect_tx()
                 self.status(tx, wire.ACKED)
+            for k in range(3):  # bursts while a TX is outstanding: they wait for the MAC
+                self.rx(ip(4, ident=200 + 10 * k))
+                first = self.expect_tx()
+                for j in range(1, 6):
+                    self.rx(ip(3, ident=200 + 10 * k + j))
+                self.status(first, wire.ACKED)
+                for j in range(5):
+                    tx = self.expect_tx()
+                    self.status(tx, wire.ACKED)
+            self.rx(ip(4, ident=300))  # overflow: 1 at the MAC, 50 queued, 4 dropped (drop-tail)
+            first = self.expect_tx()
+            for j in range(54):
+                self.rx(ip(3, ident=301 + j))
+            self.status(first, wire.ACKED)
+            for j in range(50):
+                tx = self.expect_tx()
+                assert int.from_bytes(tx.payload[4:6], "big") == 301 + j
+                self.status(tx, wire.ACKED)
+            self.expect_nothing()
+            self.rx(ip(4, ident=400))  # the link fails with frames queued behind
+            first = self.expect_tx()
+            for j in range(3):
+                self.rx(ip(3, ident=401 + j))
+            self.status(first, wire.FAILED)
+            for j in range(3):
+                tx = self.expect_tx()
+                self.status(tx, wire.ACKED)
             self.seq += 1  # an RX too short for its own header
             self.sock.send(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.RX, self.seq, 0) + bytes(20))
             self.expect_nothing()
@@ -187,12 +214,14 @@ def test_fast_path_matches_the_python_path(tmp_path: Path) -> None:
     assert counters(snap_fast) == counters(snap_py)
     assert code_fast == code_py == EXIT_MEDIUM_GONE
     c = counters(snap_py)
-    assert c["data_forwarded"] == 56 and c["data_originated"] == 1 and c["drops"] == {"link_failure": 1, "ttl_expired": 1}, c
+    assert c["data_forwarded"] == 56 + 77 and c["data_originated"] == 1, c
+    assert c["drops"] == {"link_failure": 2, "ttl_expired": 1, "ifq_full": 4}, c
     assert c["malformed"] == {"out_of_order": 1, "bad_length": 1}, c
-    assert c["mac"]["tx_ok"] == 56 and c["mac"]["tx_failed"] == 1, c
+    assert c["mac"]["tx_ok"] == 56 + 72 and c["mac"]["tx_failed"] == 2, c
     # the fast path did the steady stream itself, and only it
     assert snap_fast["fastpath"]["on"] and not snap_py["fastpath"]["on"]
-    assert snap_fast["fastpath"]["forwarded"] >= 50, snap_fast["fastpath"]
+    assert snap_fast["fastpath"]["forwarded"] >= 100, snap_fast["fastpath"]
+    assert snap_fast["fastpath"]["queued"] >= 50, snap_fast["fastpath"]  # its own queue was used
     assert snap_py["fastpath"]["reason"] == "fastpath: off"
     assert r_fast.fastpath is not None
 
@@ -207,7 +236,7 @@ def test_a_capture_hands_every_frame_back_to_python(tmp_path: Path) -> None:
     assert not [e for e in log if e[0] in ("error", "unexpected")], log
     assert snap["fastpath"]["on"] and snap["fastpath"]["forwarded"] == 0, snap["fastpath"]
     assert code < 0  # mirror frames were written to the TAP
-    assert snap["counters"]["data_forwarded"] == 56
+    assert snap["counters"]["data_forwarded"] == 56 + 77
 
 
 def test_config_values() -> None:

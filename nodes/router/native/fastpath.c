@@ -30,7 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FP_ABI 1
+#define FP_ABI 2
+#define SLOT_PREFIX 16 /* int64 enqueue time (CLOCK_MONOTONIC ns), uint32 payload length, pad */
 
 struct __attribute__((packed)) hdr {
     uint16_t magic;
@@ -85,6 +86,8 @@ struct fp_state {
     uint16_t *routes; /* next hop per destination station (< routes_len), 0: the destination */
     uint8_t *msg;     /* a medium message left for Python */
     uint8_t *tx;      /* the last TX the fast path sent (header + payload) */
+    uint8_t *q_buf;   /* q_cap slots of slot_size bytes: SLOT_PREFIX + TX header + payload */
+    uint32_t q_cap, slot_size;
     /* shared: Python writes them before fp_wait and reads them after */
     int32_t enabled;
     int32_t py_busy;          /* Python's MAC is busy or its interface queue is not empty */
@@ -94,8 +97,9 @@ struct fp_state {
     int64_t capture_check_at; /* CLOCK_MONOTONIC ns of the next /proc/net/packet check */
     int32_t has_msg;          /* st->msg holds msg_len bytes for Python (0: EOF, <0: -errno) */
     int32_t msg_len;
+    uint32_t q_head, q_count; /* the fast path's frames waiting for the MAC, oldest at q_head */
     /* counters, only ever incremented here */
-    uint64_t n_forwarded, n_tx_ok, n_medium_rx, n_medium_tx, n_wakeups, n_capture_checks;
+    uint64_t n_forwarded, n_tx_ok, n_medium_rx, n_medium_tx, n_wakeups, n_capture_checks, n_queued;
 };
 
 int fp_abi(void) { return FP_ABI; }
@@ -163,7 +167,56 @@ static int capture_running(struct fp_state *st)
     return 0;
 }
 
-/* RX: forward it here if the static core would send it on unchanged but for the TTL. */
+/* The TX header of a forwarded packet (seq and cookie are set when it goes to the medium) and the
+ * packet with TTL - 1 (nodes.protocols.static.forward_copy: RFC 1624 eqn. 3, HC' = ~(~HC + 0xFEFF)). */
+static void build_tx(const struct fp_state *st, uint8_t *dst_msg, const uint8_t *ip, size_t plen,
+                     uint32_t next_hop)
+{
+    struct tx_msg *tx = (struct tx_msg *)dst_msg;
+    tx->h.magic = st->magic;
+    tx->h.version = st->version;
+    tx->h.type = st->t_tx;
+    tx->h.seq = 0;
+    tx->h.time_ns = 0;
+    tx->cookie = 0;
+    tx->next_hop = next_hop;
+    tx->power = NAN;
+    tx->retry_limit = 0;
+    tx->flags = 0;
+    tx->plen = (uint16_t)plen;
+    uint8_t *out = dst_msg + sizeof *tx;
+    memcpy(out, ip, plen);
+    uint32_t hc = (uint32_t)out[10] << 8 | out[11];
+    uint32_t sum = (hc ^ 0xFFFF) + 0xFEFF;
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum ^= 0xFFFF;
+    out[8] = (uint8_t)(ip[8] - 1);
+    out[10] = (uint8_t)(sum >> 8);
+    out[11] = (uint8_t)sum;
+}
+
+/* Hand st->tx (built by build_tx) to the MAC: the next sequence number and cookie, then send.
+ * 1: sent; 2: the send failed (left for Python as a medium error). */
+static int send_tx(struct fp_state *st, size_t plen)
+{
+    struct tx_msg *tx = (struct tx_msg *)st->tx;
+    tx->h.seq = ++st->tx_seq;
+    tx->cookie = ++st->cookie;
+    st->native_cookie = st->cookie;
+    ssize_t r = send(st->medium_fd, st->tx, sizeof *tx + plen, MSG_NOSIGNAL);
+    if (r < 0) {
+        st->has_msg = 1;
+        st->msg_len = -errno; /* Python: medium gone */
+        return 2;
+    }
+    st->n_medium_tx++;
+    return 1;
+}
+
+/* RX: forward it here if the static core would send it on unchanged but for the TTL. With the MAC
+ * busy with the fast path's own TX it waits in the fast path's queue (FIFO, the interface queue's
+ * capacity: static routing has no control frames, so the PriQueue is a plain FIFO); when that is
+ * full, or Python's MAC or queue are in use, Python takes it (and applies the drop-tail). */
 static int take_rx(struct fp_state *st, const uint8_t *buf, size_t n)
 {
     const struct rx_msg *m = (const struct rx_msg *)buf;
@@ -171,8 +224,11 @@ static int take_rx(struct fp_state *st, const uint8_t *buf, size_t n)
     if (m->h.magic != st->magic || m->h.version != st->version || n != sizeof *m + plen ||
         plen > st->max_payload || m->h.seq != st->rx_seq + 1 || (m->flags & st->rx_overheard))
         return 0;
-    if (st->native_cookie || st->py_busy)
-        return 0; /* the MAC is busy: Python queues it (interface queue, drop policy) */
+    if (st->py_busy)
+        return 0; /* Python's MAC or interface queue holds frames: keep their order there */
+    int queue = st->native_cookie != 0 || st->q_count != 0;
+    if (queue && st->q_count >= st->q_cap)
+        return 0; /* full: Python adopts the queue and drops this one (drop-tail) */
     const uint8_t *ip = buf + sizeof *m;
     /* nodes.core.ipv4.check */
     if (plen < 20 || ip[0] >> 4 != 4)
@@ -186,55 +242,33 @@ static int take_rx(struct fp_state *st, const uint8_t *buf, size_t n)
     uint32_t dst = addr & 0xFFFF;
     if (dst == st->station || ip[8] <= 1)
         return 0; /* local delivery, TTL expiry: Python */
-    if (st->packet_sockets_fd >= 0) {
-        int64_t t = now_ns();
-        if (st->capture_check_at <= t) {
-            st->capture_check_at = t + st->capture_check_interval_ns;
-            if (capture_running(st)) {
-                st->capture_check_at = 0; /* Python checks at once and starts mirroring */
-                st->enabled = 0;
-                return 0;
-            }
+    int64_t t = now_ns();
+    if (st->packet_sockets_fd >= 0 && st->capture_check_at <= t) {
+        st->capture_check_at = t + st->capture_check_interval_ns;
+        if (capture_running(st)) {
+            st->capture_check_at = 0; /* Python checks at once and starts mirroring */
+            st->enabled = 0;
+            return 0;
         }
     }
-    if (sizeof(struct tx_msg) + plen > st->msg_cap)
+    if (SLOT_PREFIX + sizeof(struct tx_msg) + plen > st->slot_size ||
+        sizeof(struct tx_msg) + plen > st->msg_cap)
         return 0;
     uint32_t next_hop = dst < st->routes_len && st->routes[dst] ? st->routes[dst] : dst;
-    struct tx_msg *tx = (struct tx_msg *)st->tx;
-    tx->h.magic = st->magic;
-    tx->h.version = st->version;
-    tx->h.type = st->t_tx;
-    tx->h.seq = st->tx_seq + 1;
-    tx->h.time_ns = 0;
-    tx->cookie = st->cookie + 1;
-    tx->next_hop = next_hop;
-    tx->power = NAN;
-    tx->retry_limit = 0;
-    tx->flags = 0;
-    tx->plen = (uint16_t)plen;
-    uint8_t *out = st->tx + sizeof *tx;
-    memcpy(out, ip, plen);
-    /* nodes.protocols.static.forward_copy: RFC 1624 eqn. 3, HC' = ~(~HC + 0xFEFF) */
-    uint32_t hc = (uint32_t)out[10] << 8 | out[11];
-    uint32_t sum = (hc ^ 0xFFFF) + 0xFEFF;
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    sum ^= 0xFFFF;
-    out[8] = (uint8_t)(ip[8] - 1);
-    out[10] = (uint8_t)(sum >> 8);
-    out[11] = (uint8_t)sum;
     st->rx_seq = m->h.seq;
     st->n_medium_rx++;
     st->n_forwarded++;
-    st->tx_seq++;
-    st->cookie++;
-    st->native_cookie = st->cookie;
-    ssize_t r = send(st->medium_fd, st->tx, sizeof *tx + plen, MSG_NOSIGNAL);
-    if (r < 0) {
-        st->has_msg = 1;
-        st->msg_len = -errno; /* Python: medium gone */
-        return 2;
+    if (!queue) {
+        build_tx(st, st->tx, ip, plen, next_hop);
+        return send_tx(st, plen);
     }
-    st->n_medium_tx++;
+    uint8_t *slot = st->q_buf + (size_t)((st->q_head + st->q_count) % st->q_cap) * st->slot_size;
+    memcpy(slot, &t, sizeof t);
+    uint32_t len32 = (uint32_t)plen;
+    memcpy(slot + 8, &len32, sizeof len32);
+    build_tx(st, slot + SLOT_PREFIX, ip, plen, next_hop);
+    st->q_count++;
+    st->n_queued++;
     return 1;
 }
 
@@ -249,7 +283,16 @@ static int take_tx_status(struct fp_state *st, const uint8_t *buf, size_t n)
     st->native_cookie = 0;
     st->n_medium_rx++;
     st->n_tx_ok++;
-    return 1;
+    if (!st->q_count)
+        return 1;
+    /* NodeRuntime.tx_done -> pump: the next frame of the queue goes to the MAC */
+    const uint8_t *slot = st->q_buf + (size_t)st->q_head * st->slot_size;
+    uint32_t plen;
+    memcpy(&plen, slot + 8, sizeof plen);
+    memcpy(st->tx, slot + SLOT_PREFIX, sizeof(struct tx_msg) + plen);
+    st->q_head = (st->q_head + 1) % st->q_cap;
+    st->q_count--;
+    return send_tx(st, plen);
 }
 
 /* Handle one medium message: 1 taken, 0 left in st->msg for Python, 2 left (error) for Python. */
