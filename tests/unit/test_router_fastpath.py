@@ -124,7 +124,7 @@ class Medium:
                 for j in range(1, 6):
                     self.rx(ip(3, ident=200 + 10 * k + j))
                 self.status(first, wire.ACKED)
-                for j in range(5):
+                for _ in range(5):
                     tx = self.expect_tx()
                     self.status(tx, wire.ACKED)
             self.rx(ip(4, ident=300))  # overflow: 1 at the MAC, 50 queued, 4 dropped (drop-tail)
@@ -142,7 +142,7 @@ class Medium:
             for j in range(3):
                 self.rx(ip(3, ident=401 + j))
             self.status(first, wire.FAILED)
-            for j in range(3):
+            for _ in range(3):
                 tx = self.expect_tx()
                 self.status(tx, wire.ACKED)
             self.seq += 1  # an RX too short for its own header
@@ -224,6 +224,16 @@ def test_fast_path_matches_the_python_path(tmp_path: Path) -> None:
     assert snap_fast["fastpath"]["queued"] >= 50, snap_fast["fastpath"]  # its own queue was used
     assert snap_py["fastpath"]["reason"] == "fastpath: off"
     assert r_fast.fastpath is not None
+    # byte for byte against scapy (the specification of the format): TTL - 1, checksum rebuilt
+    from scapy.layers.inet import IP
+
+    sent = [e[4] for e in log_fast if e[0] == "tx"]
+    for payload, original in ((sent[0], ip(3)), (sent[-1], None)):
+        want = IP(original if original is not None else payload)
+        if original is not None:
+            want.ttl -= 1
+        del want.chksum
+        assert bytes(IP(bytes(want))) == payload
 
 
 def test_a_capture_hands_every_frame_back_to_python(tmp_path: Path) -> None:
