@@ -27,6 +27,22 @@ def start_time(pid: int) -> int | None:
     return int(rest[19])
 
 
+def cpu_time_ns(pid: int) -> int | None:
+    """CPU time (user + system, every thread) ``pid`` has used so far, in ns, or None if it is gone.
+
+    ``clock_getcpuclockid(3)``: the scheduler's exact run time, not ``/proc/<pid>/stat``'s
+    utime + stime, which are sampled at clock ticks (10 ms here): summed over many mostly idle
+    processes, those swing by several percent of a core from one 10 s window to the next.
+    """
+    clock = ctypes.c_int()
+    if _libc.clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+        return None
+    try:
+        return time.clock_gettime_ns(clock.value)
+    except OSError:  # exited in between
+        return None
+
+
 def is_same(pid: int, started: int | None) -> bool:
     """True when ``pid`` is alive, not a zombie, and started at ``started``."""
     st = start_time(pid)
