@@ -2,8 +2,9 @@
 orchestrator does). Each station is a fork of this process (which has imported nodes.router and
 the static protocol), unshares its own network namespace (nothing outside it is touched), and
 runs ``nodes.router.run(config)`` against the fake medium (tests/router/fake_medium.py, in a
-separate process). Start-up CPU is read from /proc/<pid>/stat once the station's counters file
-exists; idle CPU is the stations' CPU over ``--idle-s`` seconds after that. Root only.
+separate process). CPU times are exact (``clock_getcpuclockid``, testbed.procs.cpu_time_ns).
+Start-up CPU is read 1 s after every station's first counters file exists; idle CPU is the
+stations' CPU over ``--idle-s`` seconds after that. Root only.
 Writes results/bench/router_startup_cpu.json and results/bench/router_idle_cpu.json.
 """
 
