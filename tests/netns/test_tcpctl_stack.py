@@ -33,6 +33,7 @@ T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0
 T_BACK = T_OUT + OUTAGE_S
 PROBE_S = 2.0  # ELFN thaw timer
+ABRA_MAX_SRTT_S = 1.5  # the rto_policy test's max_srtt (see there)
 
 
 @pytest.fixture(autouse=True)
@@ -154,7 +155,11 @@ def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
         summ = r.finish()
         k = r.kernel(conn)
         ser = r.series(conn)
-        during = rtos_in(ser, T_OUT, T_BACK + 0.5)
+        # the outage's expirations: the 3rd comes ~1 + 7 x RTO0 s after the break, which with a
+        # queue-inflated first RTO (0.7-1.3 s measured) can be just after the link is back
+        ev = k["rto_events"]
+        t_end = max(T_BACK + 0.5, ev[2]["t_s"] + 0.3 if len(ev) >= 3 else 0.0)
+        during = rtos_in(ser, T_OUT, t_end)
         rtos = r.extra["rto_log_us"]
         r.extra.update(
             timeouts=sta1_timeouts(summ),
@@ -187,7 +192,10 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
         t_out = r.link(False)
         r.agent().call("freeze", conn=conn, restore=restore)
         n0 = r.timeouts_now()
-        r.at(T_BACK)
+        # the probes go out every 2 s from the freeze: bring the link back between two of them
+        # (half an interval before the 5th), not on one (a few ms either way would decide whether
+        # that probe or the next one, 2 s later, is answered)
+        r.at(T_BACK - PROBE_S / 2)
         t_back = r.link(True)
         r.at(T_BACK + PROBE_S + 0.3)
         n1 = r.timeouts_now()
@@ -218,13 +226,13 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
     assert n1 - n0 == 0, r.extra
     assert not [e for e in k["rto_events"] if t_out <= e["t_s"] <= t_back + PROBE_S], r.extra
     # one probe every 2 s; transmission resumes within one probe interval of the link's return
-    assert r.extra["probes"] >= OUTAGE_S / PROBE_S - 1
+    assert r.extra["probes"] >= (OUTAGE_S - PROBE_S / 2) / PROBE_S - 1
     assert t_thaw is not None and t_resume is not None
     # the answered probe (a data segment) resumes transmission within one probe interval ...
     assert t_thaw - t_back <= PROBE_S + 0.1, r.extra
     # ... and the kernel's own segments follow: at once with the old values; with the defaults
-    # (cwnd 2) its loss recovery first resends the outstanding window (measured 2.2-2.5 s)
-    assert t_resume - t_back <= PROBE_S + (0.5 if restore == "old" else 1.5), r.extra
+    # (cwnd 2) its loss recovery first resends the outstanding window (measured 2.0-2.5 s)
+    assert t_resume - t_thaw <= (0.5 if restore == "old" else 3.0), r.extra
     assert k["cmd_done"] == 2
     if restore == "old":
         assert k["applied_cwnd"] == k["frz_cwnd"] > 2
@@ -261,7 +269,10 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
         ]
         t_drop_s = t_drop / 1e9  # the kernel's RTO then (tcp_info, last sample before the drop)
         before = [x for x in r.series(conn) if x["t_s"] <= t_drop_s + 0.01 and x.get("rto_ms")]
-        rto_ms = float(before[-1]["rto_ms"]) if before else 200.0
+        # without a sample: Linux's RTO is at least srtt + rto_min (tcp_set_rto: srtt + rttvar,
+        # rttvar >= rto_min = 200 ms), srtt from the BPF state
+        srtt_ms = float(st["kernel"].get("srtt_us") or 0) / 1000
+        rto_ms = float(before[-1]["rto_ms"]) if before else 200.0 + srtt_ms
         r.extra["kernel_state"] = st["kernel"]
         r.extra.update(
             events=ev,
@@ -272,7 +283,7 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
         )
     assert reported["retransmitted"]
     assert outs and outs[0] == reported["t_ns"]  # the first copy on the wire is the agent's
-    assert acked and (acked[0] - t_drop) / 1e6 < max(rto_ms, 200), r.extra  # before the kernel RTO
+    assert acked and (acked[0] - t_drop) / 1e6 < rto_ms, r.extra  # before the kernel RTO
     assert sta1_timeouts(summ) == 0
 
 
@@ -284,7 +295,9 @@ def test_rto_policy(tmp_path: Path, policy: str) -> None:
     with Run(tmp_path, policy, T_BACK + 12, [FLOW], sysctls={"net.ipv4.tcp_rto_min_us": 1_000_000}) as r:
         r.at(T_FLOW + 2)
         conn = r.data_conn()
-        r.agent().call("rto_policy", conn=conn, policy=policy, min_srtt_s=0.1, max_srtt_s=0.6)
+        # max_srtt 1.5 s rather than the paper's 0.6 s: with the queue-inflated srtt of this chain
+        # (0.3-0.55 s) the factor stays well apart from the plain doubling it must not be
+        r.agent().call("rto_policy", conn=conn, policy=policy, min_srtt_s=0.1, max_srtt_s=ABRA_MAX_SRTT_S)
         r.at(T_OUT)
         r.link(False)
         r.at(T_BACK)
@@ -298,7 +311,7 @@ def test_rto_policy(tmp_path: Path, policy: str) -> None:
         before = [x for x in r.series(conn) if x["t_s"] < first_rto_t and x.get("srtt_ms")]
         srtt_us = before[-1]["srtt_ms"] * 1000 if before else k["last_srtt_us"]
         mn = min(100_000, k["min_srtt_us"])
-        mx = max(600_000, k["max_srtt_us"])
+        mx = max(round(ABRA_MAX_SRTT_S * 1e6), k["max_srtt_us"])
         f = 1 + (srtt_us - mn) / (mx - mn)
         r.extra.update(ratios=ratios, expected_factor=f, timeouts=sta1_timeouts(summ))
     assert len(rtos) >= 3 and sta1_timeouts(summ) >= 3, r.extra  # 1 s floor, srtt up to ~0.5 s
@@ -320,7 +333,9 @@ def test_rto_policy(tmp_path: Path, policy: str) -> None:
 
 
 def test_atcp_destination_unreachable(tmp_path: Path) -> None:
-    with Run(tmp_path, "atcp_du", T_BACK + 16, [FLOW]) as r:
+    # the kernel's persist probes back off during the outage: the first one after the link is
+    # back came 2.8-12.9 s later (9 runs), plus up to 5 s before new data
+    with Run(tmp_path, "atcp_du", T_BACK + 24, [FLOW]) as r:
         r.at(T_FLOW + 2)
         conn = r.data_conn()
         r.agent().call("trace", conn=conn)

@@ -140,7 +140,8 @@ def test_tcpdump_on_relay_decodes_forwarded_frames(chain: Chain) -> None:
     td = chain.popen(2, "tcpdump", "-l", "-nn", "-e", "-i", "sta2-wlan0", "-c", "4", "icmp")
     try:
         wait_for(lambda: chain.run(2, "ip", "-s", "link", "show", "sta2-wlan0").returncode == 0, 5, "tap")
-        time.sleep(1.0)  # tcpdump attaches
+        # tcpdump has attached once its packet socket is listed in the station's /proc/net/packet
+        wait_for(lambda: len(chain.run(2, "cat", "/proc/net/packet").stdout.splitlines()) > 1, 10, "tcpdump")
         chain.run(1, "ping", "-c", "2", "-i", "0.2", "10.0.0.3", check=False)
         out, _ = td.communicate(timeout=20)
     finally:
@@ -161,7 +162,7 @@ def test_iperf3_tcp_reno_through_relay(chain: Chain) -> None:
     port = "5299"
     server = chain.popen(3, "iperf3", "-s", "-1", "-p", port)
     try:
-        time.sleep(0.5)
+        wait_for(lambda: f":{port} " in chain.run(3, "ss", "-ltnH").stdout, 10, "iperf3 server listening")
         r = chain.run(1, "iperf3", "-c", "10.0.0.3", "-p", port, "-t", "3", "-C", "reno", "-J", timeout=60,
                       check=False)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr

@@ -44,7 +44,7 @@ class Medium:
         self.seq = 0
         self.log: list[Any] = []
         sock.settimeout(2.0)
-        tun.settimeout(0.3)
+        tun.settimeout(2.0)  # only read where a packet is due
 
     def rx(self, packet: bytes, src: int = 1, flags: int = 0, seq: int | None = None) -> None:
         self.seq = self.seq + 1 if seq is None else seq
