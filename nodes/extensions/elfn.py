@@ -152,6 +152,8 @@ class ElfnParams:
     """segments; see ``default_rto``."""
     freeze_on_own_link_failure: bool = True
     """s3.2: the sender's own broken link (it re-routes, or starts a discovery) also freezes."""
+    freeze_on_route_discovery: bool = True
+    """s3.2: "TCP will be frozen ... when a TCP sender initiates a route discovery" (DSR)."""
 
     def __post_init__(self) -> None:
         if self.probe_interval <= 0:
@@ -208,6 +210,7 @@ class Elfn:
             hooks.subscribe("on_route_error_sent", self.on_route_error_sent)
             hooks.subscribe("on_route_error_received", self.on_route_error_received)
             hooks.subscribe("on_link_failure", self.on_dsr_link_failure)
+            hooks.subscribe("on_route_discovery", self.on_dsr_route_discovery)
         else:
             hooks.subscribe("on_route_error", self.on_aodv_route_error)
             hooks.subscribe("on_link_failure", self.on_aodv_link_failure)
@@ -321,6 +324,19 @@ class Elfn:
             seen.add(dc[0])
             out += self.freeze(dc[0], now_ns, "own link failure", dc[1])
         return out
+
+    def on_dsr_route_discovery(self, dst: int, packet: bytes, now_ns: int, **_: Any) -> list[Action]:
+        """Yu 2004 s3.2: "TCP will be frozen either when a TCP sender initiates a route discovery,
+        or when a TCP sender receives an ELFN message". The station starts a discovery for
+        ``packet`` (no cached route to ``dst``): when that is a data segment of a connection this
+        station sends on, freeze it with the probe at the segment's sequence number. A handshake
+        looking for its first route (SYN, no data) is not frozen."""
+        if not self.p.freeze_on_route_discovery:
+            return []
+        dc = data_conn(packet)
+        if dc is None or dc[0].local_ip != self.ctx.ip:
+            return []
+        return self.freeze(dc[0], now_ns, "route discovery", dc[1])
 
     # ------------------------------------------------------------------ AODV hooks
     def _freeze_towards(self, remote: set[bytes], now_ns: int, cause: str) -> list[Action]:

@@ -44,6 +44,10 @@ def data(i: int, c: ConnId = CONN) -> bytes:
     )
 
 
+def syn(c: ConnId = CONN) -> bytes:
+    return P.build_tcp(c.local_ip, c.remote_ip, c.local_port, c.remote_port, ISS - 1, 0, P.SYN, 500)
+
+
 def ack(n: int) -> bytes:
     return P.build_tcp(R, S, 5201, 40000, IRS, ISS + n * MSS, P.ACK, 500, P.timestamp_option(7, 100))
 
@@ -77,8 +81,12 @@ def test_router_without_the_decoder_keeps_the_option() -> None:
 
 
 def dsr_chain(
-    n: int, links: list[tuple[int, int]], restore: str = "old"
+    n: int, links: list[tuple[int, int]], restore: str = "old", prime: tuple[ConnId, ...] = (CONN,),
+    params: dict[str, object] | None = None,
 ) -> tuple[SimNetwork, list[Elfn], list[FakeKernel]]:
+    """A DSR chain with ELFN at every station; each ``prime`` connection sends its SYN at t = 0,
+    so the first route discovery is the handshake's (as on Linux), not the first data segment's
+    (which would freeze the sender: s3.2)."""
     net = SimNetwork(n, lambda ctx: create(ctx, {"name": "dsr"}), links, seed=3)
     exts, kerns = [], []
     for s, node in net.nodes.items():
@@ -87,11 +95,13 @@ def dsr_chain(
         node.runtime.endpoint = agent
         node.ctx.endpoint = TcpControl(agent)
         (ext,) = attach_extensions(
-            node.ctx, node.runtime.protocol, [{"name": "elfn", "params": {"restore": restore}}]
+            node.ctx, node.runtime.protocol, [{"name": "elfn", "params": {"restore": restore, **(params or {})}}]
         )
         assert isinstance(ext, Elfn)
         exts.append(ext)
         kerns.append(kern)
+    for c in prime:
+        net.inject(1, syn(c))
     return net, exts, kerns
 
 
@@ -185,14 +195,45 @@ def test_elfn_message_also_for_salvaged_packets() -> None:
 
 
 def test_own_link_failure_freezes_the_sender() -> None:
-    net, exts, _ = dsr_chain(3, [(1, 2), (2, 3)])
     c3 = ConnId(S, 40000, station_ip_bytes(3), 5201)
+    net, exts, _ = dsr_chain(3, [(1, 2), (2, 3)], prime=(c3,))
     net.inject(1, data(0, c3))
     net.run_until(NS_PER_S)
     net.link_down(1, 2)
     net.inject(1, data(1, c3))
     net.run_until(2 * NS_PER_S)
     assert exts[0].state_of(c3) == ElfnState.FROZEN and exts[0].events[0][3] == "own link failure"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_route_discovery_by_the_sender_freezes_it(enabled: bool) -> None:
+    """s3.2's first trigger: the sender's route is gone from its cache (here: removed, as a ROUTE
+    ERROR without an ELFN message for this connection would), so its next data segment starts a
+    route discovery: frozen at once, the probe at that segment."""
+    net, exts, _ = dsr_chain(4, [(1, 2), (2, 3), (3, 4)], params={"freeze_on_route_discovery": enabled})
+    net.inject(1, data(0))
+    net.run_until(NS_PER_S)
+    assert delivered_seqs(net, 4) == [0] and exts[0].state_of(CONN) == ElfnState.ACTIVE  # the SYN's discovery
+    proto = net.nodes[1].runtime.protocol
+    assert proto.cache.remove_link(2, 3, net.now_ns) >= 1  # type: ignore[attr-defined]
+    net.inject(1, data(1))
+    net.run_for(NS_PER_MS)
+    agent1 = net.nodes[1].runtime.endpoint
+    assert isinstance(agent1, EndpointAgent)
+    if not enabled:
+        assert exts[0].state_of(CONN) == ElfnState.ACTIVE and agent1.conns[CONN].hold is None
+        return
+    assert exts[0].state_of(CONN) == ElfnState.FROZEN and exts[0].events[-1][3] == "route discovery"
+    hold = agent1.conns[CONN].hold
+    assert hold is not None and hold.mode == HoldMode.FROZEN and hold.thaw_seqno == ISS + MSS
+    # the discovery finds the route again and the buffered segment gets through; the sender stays
+    # frozen until the thaw timer's probe (2 s) is answered by an ACK beyond it
+    (t_freeze,) = exts[0].conns[CONN].freezes
+    net.run_until(t_freeze + 2 * NS_PER_S + 100 * NS_PER_MS)
+    assert 1 in delivered_seqs(net, 4) and exts[0].state_of(CONN) == ElfnState.FROZEN and hold.probes == 1
+    net.inject(4, ack(2))
+    net.run_for(NS_PER_S)
+    assert exts[0].state_of(CONN) == ElfnState.ACTIVE and agent1.conns[CONN].hold is None
 
 
 def test_route_error_with_elfn_for_other_stations_is_ignored() -> None:

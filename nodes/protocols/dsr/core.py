@@ -143,6 +143,7 @@ class DsrRouting(RoutingProtocol):
             "on_cache_remove",
             "on_cache_use",
             "on_cache_miss",
+            "on_route_discovery",
             "on_packet_overheard",
             "on_data_forward",
             "on_local_deliver",
@@ -279,6 +280,8 @@ class DsrRouting(RoutingProtocol):
         self._arm_send_buffer()
         if self.requests.discovery(dst) is None:
             d = self.requests.start(dst, self._now)
+            # before the request goes out: ELFN (Yu 2004 s3.2) freezes the sender here
+            self._emit("on_route_discovery", dst=dst, packet=packet)
             self._send_rreq(d, nonprop=self.p.nonprop_request)
 
     def _send_data(self, inner: bytes, route: Path) -> None:
