@@ -30,9 +30,9 @@ pytestmark = pytest.mark.skipif(fastpath.load_library() is None, reason="libmtfa
 
 def ip(dst: int, src: int = 1, ttl: int = 64, size: int = 120, ident: int = 0x1234) -> bytes:
     hdr = bytearray(b"\x45\x00" + size.to_bytes(2, "big") + ident.to_bytes(2, "big") + b"\x40\x00"
-                    + bytes((ttl, 6)) + b"\x00\x00" + bytes((10, 0, 0, src, 10, 0, 0, dst)))
+                    + bytes((ttl, 6)) + b"\x00\x00" + bytes((10, 0, 0, src, 10, 0, dst >> 8, dst & 0xFF)))
     set_header_checksum(hdr)
-    return bytes(hdr) + bytes(range(size - 20))
+    return bytes(hdr) + bytes(i & 0xFF for i in range(size - 20))
 
 
 class Medium:
@@ -262,3 +262,205 @@ def test_only_static_routing_without_extensions(tmp_path: Path) -> None:
     r = Router(config, logging.getLogger("test.fastpath.dsr"))
     r.build_core()
     assert fastpath.why_not(r) is not None and "static" in str(fastpath.why_not(r))
+
+
+def fuzz_messages(n: int, seed: int) -> list[bytes]:
+    """Valid and mutated medium messages in one seeded order: forwardable RXs, RXs for this
+    station or with TTL 1, TX_STATUS for likely and unlikely cookies, and byte flips, truncations
+    and extensions of all of them."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    seq = 0
+    cookie = 0
+    for i in range(n):
+        seq += 1
+        kind = rng.random()
+        if kind < 0.55:
+            dst = rng.choice([3, 4, 5, 3, 4, ME, 9])
+            m = wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 64, 1]), ident=i,
+                                                   size=rng.choice([40, 120, 1040])), 0, -60.0, 30.0, -95.0)
+        else:
+            cookie += 1
+            c = cookie if rng.random() < 0.7 else rng.randrange(1, 1 << 20)
+            m = wire.encode_tx_status(seq, 0, c, rng.choice([wire.ACKED, wire.ACKED, wire.SENT, wire.FAILED, 7]))
+        r = rng.random()
+        if r < 0.15:
+            b = bytearray(m)
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            m = bytes(b)
+        elif r < 0.2:
+            m = m[: rng.randrange(1, len(m))]  # not empty: a 0-byte message reads as EOF
+        elif r < 0.22:
+            m = m + bytes(rng.randrange(1, 40))
+        out.append(m)
+    return out
+
+
+def fuzz_run(tmp_path: Path, mode: str, msgs: list[bytes]) -> tuple[list[bytes], dict[str, Any]]:
+    config = {
+        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
+        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
+        "mirror": "off", "fastpath": mode,
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    r = Router(config, logging.getLogger(f"test.fastpath.fuzz.{mode}"))
+    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (tun_r, tap_r, tun_k):
+        s.setblocking(False)
+    r.tun_fd, r.tap_fd = tun_r.fileno(), tap_r.fileno()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
+    r.attach_medium(ours, 0)
+    r.build_core()
+    r.loop = EpollLoop()
+    sent: list[bytes] = []
+    delivered = []
+
+    def send_all() -> None:
+        for m in msgs:
+            theirs.send(m)
+            delivered.append(1)
+        theirs.shutdown(socket.SHUT_WR)
+
+    def receive_all() -> None:
+        while True:
+            m = theirs.recv(65536)
+            if not m:
+                return
+            sent.append(m)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (send_all, receive_all)]
+    for t in threads:
+        t.start()
+    code = r.serve()
+    r.tun_fd = r.tap_fd = -1  # closed with their socket objects below
+    r.close()  # BYE, then our end closes: the receiver sees EOF
+    for t in threads:
+        t.join(10)
+    snap = r.snapshot()
+    r.loop.close()
+    for s in (tun_r, tap_r, tun_k, tap_k, theirs):
+        s.close()
+    assert code == EXIT_MEDIUM_GONE and len(delivered) == len(msgs)
+    assert snap["io"]["medium_rx"] + sum(snap["counters"]["malformed"].values()) >= len(msgs) * 0.9, snap["io"]
+    return sent, snap
+
+
+def test_fuzzed_medium_messages_same_outcome_with_and_without_the_fast_path(tmp_path: Path) -> None:
+    """Malformed and mutated messages: the C side never crashes and hands what it does not take
+    to Python, which counts and drops it; both paths send the same messages and count the same."""
+    msgs = fuzz_messages(3000, seed=7)
+    sent_fast, snap_fast = fuzz_run(tmp_path / "fast", "auto", msgs)
+    sent_py, snap_py = fuzz_run(tmp_path / "py", "off", msgs)
+    assert sent_fast == sent_py
+    c_fast, c_py = snap_fast["counters"], snap_py["counters"]
+    for k in ("data_forwarded", "data_delivered", "drops", "malformed", "mac"):
+        assert c_fast[k] == c_py[k], (k, c_fast[k], c_py[k])
+    assert sum(c_py["malformed"].values()) > 100 and c_py["data_forwarded"] > 100, c_py
+    assert snap_fast["fastpath"]["forwarded"] > 0, snap_fast["fastpath"]
+
+
+def bare_router(tmp_path: Path, mode: str) -> tuple[Router, socket.socket, list[socket.socket]]:
+    """A router with its core and devices but no running loop; returns it, the medium's end of
+    its socket, and the sockets to close."""
+    config = {
+        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
+        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
+        "mirror": "off", "fastpath": mode,
+    }
+    r = Router(config, logging.getLogger(f"test.fastpath.diff.{mode}"))
+    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tun_r.setblocking(False)
+    tun_k.setblocking(False)
+    r.tun_fd = tun_r.fileno()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    theirs.setblocking(False)
+    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
+    r.attach_medium(ours, 0)
+    r.build_core()
+    return r, theirs, [tun_r, tun_k, theirs]
+
+
+def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) -> None:
+    """Differential test of the C parser on 4000 valid and mutated RX messages, each with the MAC
+    idle: whenever ``fp_wait`` forwards a message itself, the Python path (``Router._on_message``
+    -> static core -> ``transmit``) forwards the same message to the same next hop with the same
+    bytes; whatever it does not take it hands over unchanged (``take()`` returns the very bytes)."""
+    import random
+
+    rng = random.Random(11)
+    fast, fast_medium, socks1 = bare_router(tmp_path, "auto")
+    py, py_medium, socks2 = bare_router(tmp_path, "off")
+    loop = EpollLoop()
+    assert fast.sock is not None
+    loop.add_reader(fast.sock.fileno(), lambda: None)
+    lib = fastpath.load_library()
+    fp = fastpath.FastPath(lib, fast, loop.fileno(), loop.poll)
+    fast.fastpath = fp
+    taken = declined = python_forwarded = 0
+    for i in range(4000):
+        seq = fast._rx_seq + 1
+        dst = rng.choice([3, 4, 5, ME, 9, 300])
+        m = bytearray(wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 2, 1, 0]), ident=i,
+                                                        size=rng.choice([20, 40, 120, 1040])),
+                                     rng.choice([0, 0, 0, wire.RX_OVERHEARD]), -60.0, 30.0, -95.0))
+        r = rng.random()
+        if r < 0.5:  # flip bytes in the message header or the IP header
+            for _ in range(rng.randint(1, 3)):
+                m[rng.randrange(min(len(m), wire.RX_ST.size + 24))] = rng.randrange(256)
+        elif r < 0.6:
+            m = m[: rng.randrange(1, len(m))]
+        elif r < 0.65:
+            m += bytes(rng.randrange(1, 30))
+        msg = bytes(m)
+        # the fast path, MAC idle
+        fp.st.native_cookie = 0
+        fp.st.q_head = fp.st.q_count = 0
+        fast.rt.mac_busy = None  # type: ignore[union-attr]
+        fast_medium.send(msg)
+        before = fp.st.n_forwarded
+        events = fp.poll(0.0)  # the message is queued already: one look
+        c_tx = None
+        if fp.st.n_forwarded != before:
+            taken += 1
+            assert not fp.st.has_msg and not events
+            c_tx = wire.decode(fast_medium.recv(65536))
+            fast.pending.clear()
+        else:
+            declined += 1
+            assert events and fp.st.has_msg and fp.take() == msg  # handed over unchanged
+            fast._rx_seq = seq  # as if Python had handled it
+        if fast.rt.mac_busy is not None:  # type: ignore[union-attr]
+            fast.rt.mac_busy = None  # type: ignore[union-attr]
+        fast.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
+        # the Python path on the same message, MAC idle
+        py._rx_seq = seq - 1
+        py.rt.mac_busy = None  # type: ignore[union-attr]
+        try:
+            py._on_message(msg, py.rt)  # type: ignore[arg-type]
+        except wire.MalformedMessage:
+            pass
+        py_tx = None
+        try:
+            py_tx = wire.decode(py_medium.recv(65536))
+            python_forwarded += 1
+        except BlockingIOError:
+            pass
+        py.pending.clear()
+        py.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
+        if c_tx is not None:
+            assert isinstance(c_tx, wire.Tx) and isinstance(py_tx, wire.Tx), (i, msg.hex())
+            assert (c_tx.dst, c_tx.payload, c_tx.retry_limit, c_tx.flags) == (
+                py_tx.dst, py_tx.payload, py_tx.retry_limit, py_tx.flags), (i, msg.hex())
+    loop.close()
+    for s in socks1 + socks2:
+        s.close()
+    fast.tun_fd = py.tun_fd = -1
+    assert taken > 300 and declined > 2000, (taken, declined)
+    assert python_forwarded >= taken
