@@ -35,6 +35,17 @@ def ip(dst: int, src: int = 1, ttl: int = 64, size: int = 120, ident: int = 0x12
     return bytes(hdr) + bytes(i & 0xFF for i in range(size - 20))
 
 
+def config(tmp_path: Path, mode: str, mirror: str = "off", **extra: Any) -> dict[str, Any]:
+    """Station ME's router config: static routes ``ROUTES``, the given fast path and mirror mode."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return {
+        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
+        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
+        "mirror": mirror, "fastpath": mode, **extra,
+    }
+
+
 class Medium:
     """The medium's and the kernel's side of one scripted conversation."""
 
@@ -156,14 +167,8 @@ class Medium:
 
 def converse(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None
              ) -> tuple[list[Any], dict[str, Any], Router, int]:
-    config = {
-        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
-        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
-        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
-        "mirror": mirror, "fastpath": mode, "counters_interval_s": 0.05,
-    }
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    r = Router(config, logging.getLogger(f"test.fastpath.{mode}"))
+    config_ = config(tmp_path, mode, mirror, counters_interval_s=0.05)
+    r = Router(config_, logging.getLogger(f"test.fastpath.{mode}"))
     tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tun_r.setblocking(False)
@@ -300,14 +305,8 @@ def fuzz_messages(n: int, seed: int) -> list[bytes]:
 
 
 def fuzz_run(tmp_path: Path, mode: str, msgs: list[bytes]) -> tuple[list[bytes], dict[str, Any]]:
-    config = {
-        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
-        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
-        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
-        "mirror": "off", "fastpath": mode,
-    }
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    r = Router(config, logging.getLogger(f"test.fastpath.fuzz.{mode}"))
+    config_ = config(tmp_path, mode)
+    r = Router(config_, logging.getLogger(f"test.fastpath.fuzz.{mode}"))
     tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     for s in (tun_r, tap_r, tun_k):
@@ -368,13 +367,8 @@ def test_fuzzed_medium_messages_same_outcome_with_and_without_the_fast_path(tmp_
 def bare_router(tmp_path: Path, mode: str) -> tuple[Router, socket.socket, list[socket.socket]]:
     """A router with its core and devices but no running loop; returns it, the medium's end of
     its socket, and the sockets to close."""
-    config = {
-        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
-        "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
-        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
-        "mirror": "off", "fastpath": mode,
-    }
-    r = Router(config, logging.getLogger(f"test.fastpath.diff.{mode}"))
+    config_ = config(tmp_path, mode)
+    r = Router(config_, logging.getLogger(f"test.fastpath.diff.{mode}"))
     tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tun_r.setblocking(False)
     tun_k.setblocking(False)
