@@ -47,6 +47,8 @@ METRICS: Final[dict[str, str]] = {
     "rto_per_100_pkts": "TCP timeouts per 100 delivered packets",
     "transfer_time_s": "time to deliver what the slowest flow delivered, s",
     "flows_failed": "TCP flows without a throughput figure",
+    "packet_loss_pct": "IP packets the stations sent into the MANET and never delivered, % (summary.json)",
+    "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
 }
 
 _BASE_COLS: Final = ("experiment", "point_id", "index", "seed", "run_id", "run_dir", "duration_s", "n_flows")
@@ -118,6 +120,8 @@ def run_metrics(
         "rto_per_100_pkts": 100.0 * to_total / delivered_pkts if delivered_pkts > 0 else math.nan,
         "transfer_time_s": transfer,
         "flows_failed": float(failed),
+        "packet_loss_pct": _num(summary.get("packet_loss_pct")),
+        "false_link_failure_pct": _num(summary.get("false_link_failure_pct")),
     }
     return metrics, per_flow
 

@@ -664,17 +664,66 @@ class Testbed:
         res = self.results
         total = 0
         found = False
+        snaps = []
         for sid in self.stations:
             c = read_json(res.dir / "routers" / f"sta{sid}.counters.json")
             if c is not None:
                 found = True
+                snaps.append(c)
                 total += int((c.get("counters") or {}).get("routing_packets", 0))
         res.summary["routing_packets"] = total if found else None
+        net = network_totals(snaps)
+        res.summary["network"] = net
+        res.summary["packet_loss_pct"] = net["packet_loss_pct"]
+        res.summary["false_link_failure_pct"] = net["false_link_failure_pct"]
         mc = read_json(res.dir / "medium" / "counters.json")
         if mc is not None:
             res.summary["medium_counters"] = "medium/counters.json"
         res.summary["teardown_at"] = time.time()
         res.save_summary()
+
+
+FALSE_FAILURE_CAUSES = ("collision", "channel_error")
+"""Ground-truth causes (medium TX_STATUS) of a failed unicast whose receiver was in range: the
+routing layer is told the link broke although it did not (Klemm 2004's "false link failures")."""
+
+
+def network_totals(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+    """Network-layer totals over the routers' counters files (docs/orchestrator.md, summary.json).
+
+    ``packet_loss_pct``: 100 x (1 - delivered / originated) over the IP packets the stations'
+    kernels sent into the MANET (TCP data and ACKs, UDP), i.e. lost in the network or still in it
+    at the end; Klemm 2004's packet loss ratio. ``false_link_failure_pct``: the share of failed
+    unicast transmissions (retry limit reached, reported to routing as a broken link) whose
+    ground-truth cause was a collision or channel error rather than the receiver being out of
+    range (``FALSE_FAILURE_CAUSES``). None where the denominator is 0.
+    """
+    orig = deliv = fwd = failed = 0
+    causes: dict[str, int] = {}
+    drops: dict[str, int] = {}
+    for snap in snapshots:
+        c = snap.get("counters") or {}
+        orig += int(c.get("data_originated", 0))
+        deliv += int(c.get("data_delivered", 0))
+        fwd += int(c.get("data_forwarded", 0))
+        mac = c.get("mac") or {}
+        failed += int(mac.get("tx_failed", 0))
+        for k, v in mac.items():
+            if k.startswith("failed_cause_"):
+                causes[k[len("failed_cause_"):]] = causes.get(k[len("failed_cause_"):], 0) + int(v)
+        for k, v in (c.get("drops") or {}).items():
+            drops[k] = drops.get(k, 0) + int(v)
+    false = sum(causes.get(k, 0) for k in FALSE_FAILURE_CAUSES)
+    return {
+        "data_originated": orig,
+        "data_delivered": deliv,
+        "data_forwarded": fwd,
+        "drops": dict(sorted(drops.items())),
+        "link_failures": failed,
+        "link_failures_by_cause": dict(sorted(causes.items())),
+        "packet_loss_pct": round(100.0 * (1.0 - deliv / orig), 3) if orig else None,
+        "false_link_failure_pct": round(100.0 * false / failed, 3) if failed else None,
+    }
 
 
 class _signals_deferred:

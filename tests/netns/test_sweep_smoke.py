@@ -47,6 +47,12 @@ def test_smoke_sweep_runs_aggregates_and_resumes(tmp_path: Path) -> None:
     for row in rows:
         assert float(row["throughput_total_bps"]) > 0, row
         assert row["tcp_timeouts_total"] != ""  # read from nstat
+        # network-layer totals from the routers' counters (summary.json -> aggregate.csv)
+        assert 0.0 <= float(row["packet_loss_pct"]) < 50.0, row
+        summ = json.loads((tmp_path / "smoke" / row["run_dir"] / "summary.json").read_text())
+        net = summ["network"]
+        assert net["data_originated"] > 100 and net["data_forwarded"] > 100, net
+        assert net["data_delivered"] <= net["data_originated"], net
         assert (tmp_path / "smoke" / row["run_dir"] / "sweep-point.json").exists()
     with open(tmp_path / "smoke" / "summary.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 2
