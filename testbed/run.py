@@ -710,7 +710,8 @@ def network_totals(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
         failed += int(mac.get("tx_failed", 0))
         for k, v in mac.items():
             if k.startswith("failed_cause_"):
-                causes[k[len("failed_cause_"):]] = causes.get(k[len("failed_cause_"):], 0) + int(v)
+                cause = k.removeprefix("failed_cause_")
+                causes[cause] = causes.get(cause, 0) + int(v)
         for k, v in (c.get("drops") or {}).items():
             drops[k] = drops.get(k, 0) + int(v)
     false = sum(causes.get(k, 0) for k in FALSE_FAILURE_CAUSES)

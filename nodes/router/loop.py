@@ -84,7 +84,6 @@ class EpollLoop:
         self._closed = False
         self._n_cancelled = 0
         self._poller: Callable[[float], list[tuple[int, int]]] | None = None
-        self._poller_changed = False
 
     # ------------------------------------------------------------------ readers
     def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
@@ -113,10 +112,9 @@ class EpollLoop:
 
     def set_poller(self, poller: Callable[[float], list[tuple[int, int]]] | None) -> None:
         """Wait with ``poller(timeout_s) -> [(fd, events)]`` instead of ``epoll.poll`` (the router's
-        native fast path, nodes/router/fastpath.py); None restores ``epoll.poll``. Takes effect at
-        the next iteration."""
+        native fast path, nodes/router/fastpath.py); None restores ``epoll.poll``. Set it before
+        ``run()``: the loop reads it when it starts, not at every iteration."""
         self._poller = poller
-        self._poller_changed = True
 
     # ------------------------------------------------------------------ timers
     def time_ns(self) -> int:
@@ -199,7 +197,6 @@ class EpollLoop:
         return self._code
 
     def _run(self) -> None:
-        self._poller_changed = False
         poll = self._poller or self._ep.poll
         readers = self._readers
         heap = self._heap
@@ -227,9 +224,6 @@ class EpollLoop:
                     fn(*args)
             if heap and heap[0][0] <= _monotonic_ns():
                 self._run_timers()
-            if self._poller_changed:
-                self._poller_changed = False
-                poll = self._poller or self._ep.poll
 
     def _run_timers(self) -> None:
         heap = self._heap

@@ -272,9 +272,10 @@ class Router:
 
         ``/proc/net/packet`` (of the station's netns) lists packet sockets: ``sk RefCnt Type Proto
         Iface R Rmem User Inode``; ``Iface`` is the ifindex (0: all), ``R`` 1 while it receives.
-        One ``pread`` of the open file (~2 us), at most every ``CAPTURE_CHECK_NS``.
+        One ``pread`` of the open file (~2 us), at most every ``capture_check_interval_ns``
+        (``CAPTURE_CHECK_NS``; the fast path checks on the same schedule).
         """
-        self._capture_check_at = now + CAPTURE_CHECK_NS
+        self._capture_check_at = now + self.capture_check_interval_ns
         try:
             data = os.pread(self._packet_sockets_fd, 1 << 20, 0)
         except OSError as exc:
