@@ -20,6 +20,9 @@ from nodes.tcpctl.station import Client
 from testbed import run as tbrun
 from testbed.medium import MEDIUM_BIN
 
+RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
+"""Where the stack tests' runs go (each keeps its time series, counters and the test's record)."""
+
 
 def skip_without_stack() -> None:
     """Skip unless root, the BPF objects and the medium are built."""
@@ -61,6 +64,28 @@ def chain_scenario(
     p = path / f"{name}.json"
     p.write_text(json.dumps(data))
     return p
+
+
+def chain_testbed(
+    tmp: Path,
+    name: str,
+    duration_s: float,
+    flows: list[dict[str, Any]],
+    routing: dict[str, Any],
+    *,
+    experiment: str,
+    sysctls: dict[str, int] | None = None,
+    tcpctl: bool | None = None,
+) -> tbrun.Testbed:
+    """A ``Testbed`` of :func:`chain_scenario` with the routers run in-process
+    (``nodes.router.main:run``), its results under ``RESULTS/<experiment>/``."""
+    return tbrun.Testbed(
+        chain_scenario(tmp, name, duration_s, flows, routing, sysctls=sysctls, tcpctl=tcpctl),
+        experiment=experiment,
+        out_root=RESULTS,
+        router_target="nodes.router.main:run",
+        quiet=True,
+    )
 
 
 class StackRun:

@@ -12,19 +12,16 @@ run's numbers are in ``results/extensions-netns/<runid>/extensions_test.json``.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_run import StackRun, chain_scenario, skip_without_stack
+from stack_run import StackRun, chain_testbed, skip_without_stack
 
 from nodes.extensions.abra import AbraBackoff, AbraParams
-from testbed import run as tbrun
 
 pytestmark = [pytest.mark.netns]
-RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
 T_FLOW = 1.0
 T_OUT = 3.5
 OUTAGE_S = 8.0
@@ -55,20 +52,7 @@ class Run(StackRun):
         if ext_params:
             routing["extension_params"] = {ext: ext_params}
         super().__init__(
-            tbrun.Testbed(
-                chain_scenario(
-                    tmp,
-                    name,
-                    duration_s,
-                    [FLOW],
-                    routing,
-                    sysctls=sysctls,
-                ),
-                experiment="extensions-netns",
-                out_root=RESULTS,
-                router_target="nodes.router.main:run",
-                quiet=True,
-            ),
+            chain_testbed(tmp, name, duration_s, [FLOW], routing, experiment="extensions-netns", sysctls=sysctls),
             "extensions_test.json",
         )
         self.extra["test"] = name

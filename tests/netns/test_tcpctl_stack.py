@@ -15,19 +15,14 @@ runs at 2 Mbit/s with RTTs of tens of ms, on a loaded 2-core machine.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_run import StackRun, chain_scenario, skip_without_stack
-
-from testbed import run as tbrun
+from stack_run import StackRun, chain_testbed, skip_without_stack
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
-RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
-ROUTER = "nodes.router.main:run"
 T_FLOW = 1.0  # the flow starts (run time, s)
 T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0
@@ -56,20 +51,15 @@ class Run(StackRun):
     ) -> None:
         self.name = name
         super().__init__(
-            tbrun.Testbed(
-                chain_scenario(
-                    tmp,
-                    name.replace("_", "-").lower(),
-                    duration_s,
-                    flows,
-                    {"protocol": "static", "routes": "auto"},
-                    sysctls=sysctls,
-                    tcpctl=tcpctl,
-                ),
+            chain_testbed(
+                tmp,
+                name.replace("_", "-").lower(),
+                duration_s,
+                flows,
+                {"protocol": "static", "routes": "auto"},
                 experiment="tcpctl-stack",
-                out_root=RESULTS,
-                router_target=ROUTER,
-                quiet=True,
+                sysctls=sysctls,
+                tcpctl=tcpctl,
             ),
             "tcpctl_test.json",
         )

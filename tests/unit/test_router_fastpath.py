@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,55 @@ def config(tmp_path: Path, mode: str, mirror: str = "off", **extra: Any) -> dict
         "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
         "mirror": mirror, "fastpath": mode, **extra,
     }
+
+
+@dataclass
+class Station:
+    """Station ME's router (core built, loop made, not serving) on socketpairs: ``medium`` is the
+    medium's end of its connection, ``tun`` the kernel's end of the TUN stand-in and ``tap`` the
+    capture's end of the TAP stand-in (both non-blocking)."""
+
+    r: Router
+    medium: socket.socket
+    tun: socket.socket
+    tap: socket.socket
+    devices: tuple[socket.socket, socket.socket]
+
+    def mirrored(self) -> int:
+        """Frames the router wrote to its TAP (read off)."""
+        n = 0
+        try:
+            while self.tap.recv(65536, socket.MSG_DONTWAIT):
+                n += 1
+        except BlockingIOError:
+            pass
+        return n
+
+    def close(self) -> None:
+        self.r.tun_fd = self.r.tap_fd = -1  # closed with their socket objects
+        self.r.close()
+        if self.r.loop is not None:
+            self.r.loop.close()
+        for s in (self.medium, self.tun, self.tap, *self.devices):
+            s.close()
+
+
+def station(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None,
+            **extra: Any) -> Station:
+    r = Router(config(tmp_path, mode, mirror, **extra), logging.getLogger(f"test.fastpath.{mode}"))
+    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (tun_r, tun_k, tap_r, tap_k):
+        s.setblocking(False)
+    r.tun_fd, r.tap_fd = tun_r.fileno(), tap_r.fileno()
+    if packet_sockets is not None:
+        r.packet_sockets_path = packet_sockets
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
+    r.attach_medium(ours, 0)
+    r.build_core()
+    r.loop = EpollLoop()
+    return Station(r, theirs, tun_k, tap_k, (tun_r, tap_r))
 
 
 class Medium:
@@ -167,39 +217,16 @@ class Medium:
 
 def converse(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None
              ) -> tuple[list[Any], dict[str, Any], Router, int]:
-    config_ = config(tmp_path, mode, mirror, counters_interval_s=0.05)
-    r = Router(config_, logging.getLogger(f"test.fastpath.{mode}"))
-    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    tun_r.setblocking(False)
-    tap_r.setblocking(False)
-    r.tun_fd, r.tap_fd = tun_r.fileno(), tap_r.fileno()
-    if packet_sockets is not None:
-        r.packet_sockets_path = packet_sockets
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
-    r.attach_medium(ours, 0)
-    r.build_core()
-    r.loop = EpollLoop()
-    medium = Medium(theirs, tun_k)
+    st = station(tmp_path, mode, mirror, packet_sockets, counters_interval_s=0.05)
+    medium = Medium(st.medium, st.tun)
     t = threading.Thread(target=medium.script, daemon=True)
     t.start()
-    code = r.serve()
+    code = st.r.serve()
     t.join(10)
-    snap = r.snapshot()
-    mirrored = 0
-    try:
-        while tap_k.recv(65536, socket.MSG_DONTWAIT):
-            mirrored += 1
-    except BlockingIOError:
-        pass
-    r.loop.close()
-    for s in (tun_k, tap_k):
-        s.close()
-    r.tun_fd = r.tap_fd = -1  # closed with their socket objects
-    for s in (tun_r, tap_r):
-        s.close()
-    return medium.log, snap, r, code if not mirrored else -mirrored
+    snap = st.r.snapshot()
+    mirrored = st.mirrored()
+    st.close()
+    return medium.log, snap, st.r, code if not mirrored else -mirrored
 
 
 def counters(snap: dict[str, Any]) -> dict[str, Any]:
@@ -307,18 +334,8 @@ def fuzz_messages(n: int, seed: int) -> list[bytes]:
 
 
 def fuzz_run(tmp_path: Path, mode: str, msgs: list[bytes]) -> tuple[list[bytes], dict[str, Any]]:
-    config_ = config(tmp_path, mode)
-    r = Router(config_, logging.getLogger(f"test.fastpath.fuzz.{mode}"))
-    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    for s in (tun_r, tap_r, tun_k):
-        s.setblocking(False)
-    r.tun_fd, r.tap_fd = tun_r.fileno(), tap_r.fileno()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
-    r.attach_medium(ours, 0)
-    r.build_core()
-    r.loop = EpollLoop()
+    st = station(tmp_path, mode)
+    theirs = st.medium
     sent: list[bytes] = []
     delivered = []
 
@@ -338,15 +355,13 @@ def fuzz_run(tmp_path: Path, mode: str, msgs: list[bytes]) -> tuple[list[bytes],
     threads = [threading.Thread(target=f, daemon=True) for f in (send_all, receive_all)]
     for t in threads:
         t.start()
-    code = r.serve()
-    r.tun_fd = r.tap_fd = -1  # closed with their socket objects below
-    r.close()  # BYE, then our end closes: the receiver sees EOF
+    code = st.r.serve()
+    st.r.tun_fd = st.r.tap_fd = -1  # closed with their socket objects by st.close()
+    st.r.close()  # BYE, then our end closes: the receiver sees EOF
     for t in threads:
         t.join(10)
-    snap = r.snapshot()
-    r.loop.close()
-    for s in (tun_r, tap_r, tun_k, tap_k, theirs):
-        s.close()
+    snap = st.r.snapshot()
+    st.close()
     assert code == EXIT_MEDIUM_GONE and len(delivered) == len(msgs)
     assert snap["io"]["medium_rx"] + sum(snap["counters"]["malformed"].values()) >= len(msgs) * 0.9, snap["io"]
     return sent, snap
@@ -366,23 +381,6 @@ def test_fuzzed_medium_messages_same_outcome_with_and_without_the_fast_path(tmp_
     assert snap_fast["fastpath"]["forwarded"] > 0, snap_fast["fastpath"]
 
 
-def bare_router(tmp_path: Path, mode: str) -> tuple[Router, socket.socket, list[socket.socket]]:
-    """A router with its core and devices but no running loop; returns it, the medium's end of
-    its socket, and the sockets to close."""
-    config_ = config(tmp_path, mode)
-    r = Router(config_, logging.getLogger(f"test.fastpath.diff.{mode}"))
-    tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    tun_r.setblocking(False)
-    tun_k.setblocking(False)
-    r.tun_fd = tun_r.fileno()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    theirs.setblocking(False)
-    r.welcome = wire.Welcome(1, 0, ME, 5, 0, 15.0, 0)
-    r.attach_medium(ours, 0)
-    r.build_core()
-    return r, theirs, [tun_r, tun_k, theirs]
-
-
 def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) -> None:
     """Differential test of the C parser on 4000 valid and mutated RX messages, each with the MAC
     idle: whenever ``fp_wait`` forwards a message itself, the Python path (``Router._on_message``
@@ -391,10 +389,12 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
     import random
 
     rng = random.Random(11)
-    fast, fast_medium, socks1 = bare_router(tmp_path, "auto")
-    py, py_medium, socks2 = bare_router(tmp_path, "off")
-    loop = EpollLoop()
-    assert fast.sock is not None
+    fast_st, py_st = station(tmp_path / "fast", "auto"), station(tmp_path / "py", "off")
+    fast, py = fast_st.r, py_st.r
+    fast_medium, py_medium = fast_st.medium, py_st.medium
+    py_medium.setblocking(False)
+    loop = fast.loop
+    assert fast.sock is not None and loop is not None
     loop.add_reader(fast.sock.fileno(), lambda: None)
     lib = fastpath.load_library()
     fp = fastpath.FastPath(lib, fast, loop.fileno(), loop.poll)
@@ -432,8 +432,6 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             declined += 1
             assert events and fp.st.has_msg and fp.take() == msg  # handed over unchanged
             fast._rx_seq = seq  # as if Python had handled it
-        if fast.rt.mac_busy is not None:  # type: ignore[union-attr]
-            fast.rt.mac_busy = None  # type: ignore[union-attr]
         fast.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
         # the Python path on the same message, MAC idle
         py._rx_seq = seq - 1
@@ -454,9 +452,7 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             assert isinstance(c_tx, wire.Tx) and isinstance(py_tx, wire.Tx), (i, msg.hex())
             assert (c_tx.dst, c_tx.payload, c_tx.retry_limit, c_tx.flags) == (
                 py_tx.dst, py_tx.payload, py_tx.retry_limit, py_tx.flags), (i, msg.hex())
-    loop.close()
-    for s in socks1 + socks2:
-        s.close()
-    fast.tun_fd = py.tun_fd = -1
+    fast_st.close()
+    py_st.close()
     assert taken > 300 and declined > 2000, (taken, declined)
     assert python_forwarded >= taken
