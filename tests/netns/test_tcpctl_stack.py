@@ -352,6 +352,7 @@ def test_atcp_destination_unreachable(tmp_path: Path) -> None:
             first_probe_after_return=probes_after[:1],
             timeouts=sta1_timeouts(summ),
             cwnd_during=sorted({s.get("cwnd") for s in during}),
+            hold_caps=k["hold_caps"],  # times the kernel's loss entry put cwnd above 1 (RACK)
         )
     assert k["applied_cwnd"] == 1
     assert during and all(s.get("cwnd") == 1 for s in during), r.extra  # one segment while disconnected
@@ -388,8 +389,11 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     v, reno = out["vegas"], out["reno"]
     assert v["cc_kernel"].startswith("vegas_") and reno["cc_kernel"] == "reno"
     assert v["n"] > 50 and reno["n"] > 50
-    # flat vs saw-tooth: the 10th-90th percentile spread of cwnd (RTT noise of the 802.11 chain
-    # moves Vegas by a few segments now and then; Reno's saw spans tens)
-    assert v["spread"] <= 5, out
+    # flat vs saw-tooth, judged against each other rather than by an absolute width: RTT noise of
+    # the 802.11 chain moves Vegas now and then (stored runs: 10th-90th percentile spread 1-2
+    # segments, once 7 with a window between 4 and 14 when the machine was busy), while Reno's saw
+    # spans tens and never drains its queue: Vegas' 90th percentile stays below Reno's 10th.
+    assert v["spread"] <= 10, out
+    assert v["p90"] < reno["p10"], out
     assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 3 * max(v["spread"], 1), out
     assert reno["retrans"] > 0

@@ -251,6 +251,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	ctl = bpf_map_lookup_elem(&tcpctl_ctl, &k);
 	if (ctl && ctl->cmd_seq != st->cmd_done) {
 		st->cmd_done = ctl->cmd_seq;
+		st->hold_cwnd = 0; /* a new command ends an earlier CMD_SET's hold */
 		switch (ctl->cmd) {
 		case CMD_SNAPSHOT:
 			st->frz_cwnd = tp->snd_cwnd;
@@ -281,9 +282,21 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 		case CMD_SET:
 			set_cw(tp, st, ctl->arg_cwnd, ctl->arg_ssthresh);
 			st->armed = 1;
+			/* ATCP (Liu & Singh 2001, section IV): "ATCP sets TCP congestion window to one
+			 * segment upon Destination Unreachable ICMP messages" while TCP waits in persist. The kernel's own retransmission timer with a
+			 * zero window still runs tcp_enter_loss(), which sets cwnd = packets in flight + 1;
+			 * with RACK, segments sent within the last RTT are not yet marked lost, so that can
+			 * be above the value set here (seen: 5 after a set of 1). Hold the value as a ceiling
+			 * (mtctl_set_state) until an ACK advances snd_una: the connection is moving again. */
+			if (ctl->arg_cwnd) {
+				st->hold_cwnd = ctl->arg_cwnd;
+				st->hold_una = tp->snd_una;
+			}
 			break;
 		}
 	}
+	if (!in_cong_avoid && st->hold_cwnd && after32(tp->snd_una, st->hold_una))
+		st->hold_cwnd = 0; /* an ACK of new data: the CMD_SET hold ends */
 	if (!in_cong_avoid && st->rto_hold && (__s32)(tp->snd_una - st->rto_hold_seq) > 0) {
 		int v = DEFAULT_RTO_MAX_MS; /* the first ACK of data sent after the thaw: release */
 
@@ -326,6 +339,23 @@ void BPF_PROG(mtctl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
+/* tcp_set_ca_state() calls this after tcp_enter_loss() has set cwnd (the last writer of cwnd
+ * when the retransmission timer expires): enforce a CMD_SET hold as a ceiling. */
+SEC("struct_ops/mtctl_set_state")
+void BPF_PROG(mtctl_set_state, struct sock *sk, __u8 new_state)
+{
+	struct tcp_sock *tp = tp_of(sk);
+	struct tcpctl_key k = {};
+	struct tcpctl_st *st;
+
+	key_of(sk, &k);
+	st = bpf_map_lookup_elem(&tcpctl_st, &k);
+	if (st && st->hold_cwnd && tp->snd_cwnd > st->hold_cwnd) {
+		tp->snd_cwnd = st->hold_cwnd;
+		st->hold_caps++;
+	}
+}
+
 SEC("struct_ops/mtctl_ssthresh")
 __u32 BPF_PROG(mtctl_ssthresh, struct sock *sk)
 {
@@ -343,6 +373,7 @@ struct tcp_congestion_ops mtctl = {
 	.init = (void *)mtctl_init,
 	.in_ack_event = (void *)mtctl_in_ack_event,
 	.cong_avoid = (void *)mtctl_cong_avoid,
+	.set_state = (void *)mtctl_set_state,
 	.ssthresh = (void *)mtctl_ssthresh,
 	.undo_cwnd = (void *)mtctl_undo_cwnd,
 	.name = "mtctl",
