@@ -122,6 +122,7 @@ class Conn:
     rcv_nxt: int | None = None  # highest end sequence the remote end sent
     segments: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
     last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received
+    ack_answers_probe: bool = False  # the ACK being processed answers a persist probe
     last_out_pkt: bytes | None = None  # last segment (with ACK) the local kernel sent
     last_window: int | None = None  # its raw window field
     dupacks: int = 0
@@ -512,6 +513,17 @@ class EndpointAgent:
             c = self.conns[cid] = Conn(cid, now_ns)
         return c
 
+    @staticmethod
+    def _answers_probe(h: Hold | None) -> bool:
+        """ATCP disconnected: TCP leaves persist when the receiver "responds to these probe
+        packets with a duplicate ACK (or a data packet)" (Liu & Singh s III). An ACK that
+        arrives before the kernel's first probe was already in flight when the hold began and
+        answers nothing (it gets window 0). One that was in flight but arrives after a probe
+        cannot be told from an answer: Linux echoes an older TSval in an answer too when the
+        probe is a window probe or a segment the receiver already has (out of window, RFC 7323
+        s4.3), so the paper's own rule, any ACK from the receiver, applies from then on."""
+        return h is not None and h.mode == HoldMode.PERSIST and h.probes > 0
+
     def _on_ack(
         self, c: Conn, t: P.TcpView, packet: bytes, now_ns: int, out: list[Action]
     ) -> Action | _Done | None:
@@ -536,6 +548,7 @@ class EndpointAgent:
             and c.snd_nxt != c.snd_una
         )
         c.last_ack_pkt, c.last_window = packet, t.window
+        c.ack_answers_probe = self._answers_probe(c.hold)  # before the hooks, which read it
         echo = P.read_rc_echo(packet) if self.params.route_control else None
         mark = P.read_rc_mark(packet) if self.params.route_control else None
         if new_ack and self.hooks.has_subscribers("tcp_ack"):
@@ -578,9 +591,7 @@ class EndpointAgent:
                 out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
                 out += self._retransmit_lost(c, lost)
                 return _DONE
-            # ATCP disconnected: leave persist "when the receiver answers a probe" -- an ACK that
-            # was already in flight when the hold began answers nothing (it gets window 0)
-            answered = h.mode != HoldMode.PERSIST or h.probes > 0
+            answered = h.mode != HoldMode.PERSIST or c.ack_answers_probe
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
                 c.hold = None
                 out.append(ToKernel(self._ecn_in(c, packet)))

@@ -287,7 +287,8 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			 * zero window still runs tcp_enter_loss(), which sets cwnd = packets in flight + 1;
 			 * with RACK, segments sent within the last RTT are not yet marked lost, so that can
 			 * be above the value set here (seen: 5 after a set of 1). Hold the value as a ceiling
-			 * (mtctl_set_state) until an ACK advances snd_una: the connection is moving again. */
+			 * (mtctl_set_state, mtctl_cong_avoid) until an ACK with an open window advances
+			 * snd_una: the connection is moving again. */
 			if (ctl->arg_cwnd) {
 				st->hold_cwnd = ctl->arg_cwnd;
 				st->hold_una = tp->snd_una;
@@ -295,8 +296,10 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			break;
 		}
 	}
-	if (!in_cong_avoid && st->hold_cwnd && after32(tp->snd_una, st->hold_una))
-		st->hold_cwnd = 0; /* an ACK of new data: the CMD_SET hold ends */
+	if (!in_cong_avoid && st->hold_cwnd && after32(tp->snd_una, st->hold_una) && tp->snd_wnd)
+		st->hold_cwnd = 0; /* an ACK of new data with an open window: the CMD_SET hold ends
+				    * (ACKs the agent rewrites to window 0 while it holds the sender,
+				    * e.g. late ones that were in flight, do not end it) */
 	if (!in_cong_avoid && st->rto_hold && (__s32)(tp->snd_una - st->rto_hold_seq) > 0) {
 		int v = DEFAULT_RTO_MAX_MS; /* the first ACK of data sent after the thaw: release */
 
@@ -320,6 +323,21 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	return 0;
 }
 
+/* A CMD_SET hold as a ceiling on cwnd (see CMD_SET in ctl_apply). */
+static __always_inline void hold_cap(struct sock *sk)
+{
+	struct tcp_sock *tp = tp_of(sk);
+	struct tcpctl_key k = {};
+	struct tcpctl_st *st;
+
+	key_of(sk, &k);
+	st = bpf_map_lookup_elem(&tcpctl_st, &k);
+	if (st && st->hold_cwnd && tp->snd_cwnd > st->hold_cwnd) {
+		tp->snd_cwnd = st->hold_cwnd;
+		st->hold_caps++;
+	}
+}
+
 SEC("struct_ops/mtctl_init")
 void BPF_PROG(mtctl_init, struct sock *sk)
 {
@@ -337,6 +355,7 @@ void BPF_PROG(mtctl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (ctl_apply(sk, 1))
 		return;
 	tcp_reno_cong_avoid(sk, ack, acked);
+	hold_cap(sk); /* late ACKs while held (window 0) do not grow cwnd past the hold */
 }
 
 /* tcp_set_ca_state() calls this after tcp_enter_loss() has set cwnd (the last writer of cwnd
@@ -344,16 +363,7 @@ void BPF_PROG(mtctl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops/mtctl_set_state")
 void BPF_PROG(mtctl_set_state, struct sock *sk, __u8 new_state)
 {
-	struct tcp_sock *tp = tp_of(sk);
-	struct tcpctl_key k = {};
-	struct tcpctl_st *st;
-
-	key_of(sk, &k);
-	st = bpf_map_lookup_elem(&tcpctl_st, &k);
-	if (st && st->hold_cwnd && tp->snd_cwnd > st->hold_cwnd) {
-		tp->snd_cwnd = st->hold_cwnd;
-		st->hold_caps++;
-	}
+	hold_cap(sk);
 }
 
 SEC("struct_ops/mtctl_ssthresh")

@@ -77,8 +77,8 @@ struct tcpctl_st { /* written by BPF only */
 	__u32 rto_hold_seq;  /* ... until an ACK covers data sent after the thaw (snd_nxt then) */
 	__u32 post_rto_us;   /* icsk_rto when the kernel processed that next ACK */
 	__u32 hold_cwnd;     /* CMD_SET's cwnd, a ceiling for the kernel's own loss handling ... */
-	__u32 hold_una;      /* ... until an ACK advances snd_una beyond this (0 cwnd: no hold) */
-	__u32 hold_caps;     /* times set_state lowered the kernel's cwnd to hold_cwnd */
+	__u32 hold_una;      /* ... until an ACK with an open window advances snd_una past this */
+	__u32 hold_caps;     /* times set_state or cong_avoid lowered cwnd to hold_cwnd */
 	__u64 rto_ts_ns[TCPCTL_RTO_LOG]; /* bpf_ktime_get_ns() of each expiration */
 	__u32 rto_log_us[TCPCTL_RTO_LOG];     /* icsk_rto when it expired */
 	__u32 rto_next_us[TCPCTL_RTO_LOG];    /* cap we set for the next RTO (0: none) */
