@@ -159,6 +159,24 @@ class StackRun:
         self.tb.medium("set_link", a=2, b=3, loss=None if up else 1.0)
         return self.now()
 
+    def unreachable_until(
+        self, conn: str, t_end_s: float, every_s: float = 0.2, *, now: bool = True
+    ) -> list[float]:
+        """Hand sta1's agent an ICMP Destination Unreachable for ``conn`` now (unless ``now`` is
+        false), as a router on the path would send it, and again whenever the sender is no longer in persist before run time
+        ``t_end_s``: a late ACK, queued in the chain when the link broke, can arrive after the
+        kernel's first probe and count as its answer, and the network answers the next segment
+        with another one (Liu & Singh s III, "Effect of Lost Messages"). Returns when it re-sent."""
+        if now:
+            self.agent().call("inject_unreachable", conn=conn)
+        again: list[float] = []
+        while self.tb.now_s() < t_end_s - every_s:
+            self.at(self.tb.now_s() + every_s)
+            if self.agent().call("state", conn=conn)["agent"]["hold"] != "PERSIST":
+                self.agent().call("inject_unreachable", conn=conn)
+                again.append(round(self.tb.now_s(), 2))
+        return again
+
     def timeouts_now(self) -> int:
         """TcpExtTCPTimeouts of sta1 now (kernel RTO expirations)."""
         return int(observe.nstat(self.tb.station(1).netns).get("TcpExtTCPTimeouts", 0))

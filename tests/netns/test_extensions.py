@@ -191,6 +191,7 @@ def test_atcp_destination_unreachable_stand_in(tmp_path: Path) -> None:
         t_out = r.link(False)
         r.agent().call("inject_unreachable", conn=conn)
         t_persist = r.wait_hold(conn, "PERSIST", 2.0)
+        du_again = r.unreachable_until(conn, T_BACK, now=False)
         r.at(T_BACK)
         hold_at_back = r.state(conn)["agent"]["hold"]
         t_back = r.link(True)
@@ -214,6 +215,7 @@ def test_atcp_destination_unreachable_stand_in(tmp_path: Path) -> None:
             t_release=t_release,
             t_progress=t_progress,
             progress_after=(una1 - una0) & 0xFFFFFFFF,
+            du_again=du_again,
         )
         r.finish()
     assert t_persist is not None and hold_at_back == "PERSIST", r.extra
