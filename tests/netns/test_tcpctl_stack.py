@@ -396,5 +396,5 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     # spans tens and never drains its queue: Vegas' 90th percentile stays below Reno's 10th.
     assert v["spread"] <= 10, out
     assert v["p90"] < reno["p10"], out
-    assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 3 * max(v["spread"], 1), out
+    assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 2 * max(v["spread"], 1), out
     assert reno["retrans"] > 0
