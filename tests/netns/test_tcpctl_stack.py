@@ -135,40 +135,43 @@ FLOW = {"src": 1, "dst": 4, "start_s": T_FLOW, "cc": "reno", "max_window_pkts": 
 
 
 def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
-    with Run(tmp_path, "baseline", T_BACK + 6, [FLOW]) as r:
+    # the outage's 3rd expiration comes ~7 x RTO0 after the break; with a queue-inflated first
+    # RTO (0.7-1.3 s measured) that was once 10 ms before a 10 s outage ended, and after the link
+    # is back the answer can come within one 100 ms sample of it: this test's outage is 14 s
+    t_back = T_OUT + 14.0
+    with Run(tmp_path, "baseline", t_back + 6, [FLOW]) as r:
         r.at(T_FLOW + 2)
         conn = r.data_conn()
         r.at(T_OUT)
         r.link(False)
-        r.at(T_BACK)
+        r.at(t_back)
         r.link(True)
         summ = r.finish()
         k = r.kernel(conn)
         ser = r.series(conn)
-        # the outage's expirations: the 3rd comes ~1 + 7 x RTO0 s after the break, which with a
-        # queue-inflated first RTO (0.7-1.3 s measured) can be just after the link is back
-        ev = k["rto_events"]
-        t_end = max(T_BACK + 0.5, ev[2]["t_s"] + 0.3 if len(ev) >= 3 else 0.0)
+        # the outage's expirations (not an RTO before it, seen at ~1.4 s in some runs, nor a
+        # fresh one of the flow after it)
+        ev = [e for e in k["rto_events"] if T_OUT < e["t_s"] <= t_back]
+        rtos = [e["rto_us"] for e in ev]
+        t_end = ev[2]["t_s"] + 0.3 if len(ev) >= 3 else t_back
         during = rtos_in(ser, T_OUT, t_end)
-        rtos = r.extra["rto_log_us"]
         r.extra.update(
             timeouts=sta1_timeouts(summ),
+            outage_rto_us=rtos,
             series_rto_timeouts=[during[0].get("rto_timeouts"), during[-1].get("rto_timeouts")]
             if during
             else None,
             max_backoff=max((s.get("backoff", 0) for s in during), default=None),
         )
     assert sta1_timeouts(summ) >= 3, r.extra
-    assert k["n_rto"] >= 3
     # exponential backoff: each RTO of the outage is twice the previous (BPF log, within a jiffy);
     # the first may follow an estimate refreshed by ACKs still in flight when the link broke
-    # 3 or 4 fit in the 10 s outage, depending on the queue-inflated srtt when it starts
-    assert len(rtos) >= 3
+    assert len(ev) >= 3, r.extra
     for a, b in zip(rtos[1:], rtos[2:], strict=False):
         assert abs(b - 2 * a) <= 8_000, rtos
     # ... and visible in the 100 ms time series
-    assert r.extra["max_backoff"] >= 3
-    assert during[-1]["rto_timeouts"] - during[0]["rto_timeouts"] >= 3
+    assert r.extra["max_backoff"] >= 3, r.extra
+    assert during[-1]["rto_timeouts"] - during[0]["rto_timeouts"] >= 3, r.extra
     assert summ["flows"][0]["tcp"]["rto_timeouts"] >= 3
 
 
@@ -221,8 +224,9 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
     # the answered probe (a data segment) resumes transmission within one probe interval ...
     assert t_thaw - t_back <= PROBE_S + 0.1, r.extra
     # ... and the kernel's own segments follow: at once with the old values; with the defaults
-    # (cwnd 2) its loss recovery first resends the outstanding window (measured 2.0-2.5 s)
-    assert t_resume - t_thaw <= (0.5 if restore == "old" else 3.0), r.extra
+    # (cwnd 2) its loss recovery first resends the outstanding window (measured 0-3.2 s; the run
+    # records 5 s after the thaw)
+    assert t_resume - t_thaw <= (0.5 if restore == "old" else 4.0), r.extra
     assert k["cmd_done"] == 2
     if restore == "old":
         assert k["applied_cwnd"] == k["frz_cwnd"] > 2
