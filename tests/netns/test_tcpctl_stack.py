@@ -177,7 +177,12 @@ def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("restore", ["old", "default"])
 def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
-    with Run(tmp_path, f"elfn_{restore}", T_BACK + 6, [FLOW]) as r:
+    # Linux restarts cwnd at the initial window when the application writes after more than an
+    # RTO without sending and nothing is outstanding (tcp_slow_start_after_idle): after a thaw
+    # whose ACK covers everything (seen under a CPU hog: 28 restored, 10 at the next ACK) that
+    # undoes restore=old. ns-2's TCP, the papers', has no such restart.
+    no_idle_restart = {"net.ipv4.tcp_slow_start_after_idle": 0}
+    with Run(tmp_path, f"elfn_{restore}", T_BACK + 6, [FLOW], sysctls=no_idle_restart) as r:
         r.at(T_FLOW + 2)
         conn = r.data_conn()
         r.agent().call("trace", conn=conn)
