@@ -434,7 +434,8 @@ class EndpointAgent:
     def set_cwnd(self, cid: ConnId, cwnd: int, ssthresh: int = 0) -> list[Action]:
         """Set the kernel's cwnd (segments) and/or ssthresh. The congestion control executes it at
         the next ACK the kernel processes; when the sender is held, a zero-window ACK is injected
-        so that happens now."""
+        so that happens now. The cwnd then stays a ceiling, also at the kernel's own timer
+        expiries, until an ACK with an open window advances snd_una (docs/tcpctl.md)."""
         self.kernel.set_cwnd(cid, cwnd, ssthresh)
         c = self.conns[cid]
         if c.hold is not None:
