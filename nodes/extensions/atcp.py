@@ -43,7 +43,7 @@ from nodes.core.events import Action, CancelTimer, SetTimer
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId
+from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent
 from nodes.tcpctl.api import TcpControl
 
 
@@ -207,7 +207,8 @@ class Atcp:
         agent releases the hold with it: "This removes TCP from persist mode and moves ATCP
         back into normal state"."""
         c = self.api.agent.conns.get(conn)
-        return c is not None and c.hold is not None and c.hold.release_on == "any_ack" and c.ack_answers_probe
+        h = None if c is None else c.hold
+        return h is not None and h.release_on == "any_ack" and EndpointAgent.answers_probe(h)
 
     def _leave_hold_states(self, conn: ConnId, now_ns: int, cause: str) -> list[Action]:
         """The agent released the hold by itself (new ACK in loss, answered probe when

@@ -122,7 +122,6 @@ class Conn:
     rcv_nxt: int | None = None  # highest end sequence the remote end sent
     segments: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
     last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received
-    ack_answers_probe: bool = False  # the ACK being processed answers a persist probe
     last_out_pkt: bytes | None = None  # last segment (with ACK) the local kernel sent
     last_window: int | None = None  # its raw window field
     dupacks: int = 0
@@ -515,7 +514,7 @@ class EndpointAgent:
         return c
 
     @staticmethod
-    def _answers_probe(h: Hold | None) -> bool:
+    def answers_probe(h: Hold | None) -> bool:
         """ATCP disconnected: TCP leaves persist when the receiver "responds to these probe
         packets with a duplicate ACK (or a data packet)" (Liu & Singh s III). An ACK that
         arrives before the kernel's first probe was already in flight when the hold began and
@@ -549,7 +548,6 @@ class EndpointAgent:
             and c.snd_nxt != c.snd_una
         )
         c.last_ack_pkt, c.last_window = packet, t.window
-        c.ack_answers_probe = self._answers_probe(c.hold)  # before the hooks, which read it
         echo = P.read_rc_echo(packet) if self.params.route_control else None
         mark = P.read_rc_mark(packet) if self.params.route_control else None
         if new_ack and self.hooks.has_subscribers("tcp_ack"):
@@ -592,7 +590,7 @@ class EndpointAgent:
                 out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
                 out += self._retransmit_lost(c, lost)
                 return _DONE
-            answered = h.mode != HoldMode.PERSIST or c.ack_answers_probe
+            answered = h.mode != HoldMode.PERSIST or self.answers_probe(h)
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
                 c.hold = None
                 out.append(ToKernel(self._ecn_in(c, packet)))

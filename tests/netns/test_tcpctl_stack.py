@@ -361,7 +361,7 @@ def test_atcp_destination_unreachable(tmp_path: Path) -> None:
             first_probe_after_return=probes_after[:1],
             timeouts=sta1_timeouts(summ),
             cwnd_during=sorted({s.get("cwnd") for s in during}),
-            hold_caps=k["hold_caps"],  # times the kernel's loss entry put cwnd above 1 (RACK)
+            hold_caps=k["hold_caps"],  # times the BPF ceiling lowered cwnd back to 1
             du_again=du_again,
         )
     assert k["applied_cwnd"] == 1

@@ -283,8 +283,9 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			set_cw(tp, st, ctl->arg_cwnd, ctl->arg_ssthresh);
 			st->armed = 1;
 			/* ATCP (Liu & Singh 2001, section IV): "ATCP sets TCP congestion window to one
-			 * segment upon Destination Unreachable ICMP messages" while TCP waits in persist. The kernel's own retransmission timer with a
-			 * zero window still runs tcp_enter_loss(), which sets cwnd = packets in flight + 1;
+			 * segment upon Destination Unreachable ICMP messages" while TCP waits in persist.
+			 * The kernel's own retransmission timer with a zero window still runs
+			 * tcp_enter_loss(), which sets cwnd = packets in flight + 1;
 			 * with RACK, segments sent within the last RTT are not yet marked lost, so that can
 			 * be above the value set here (seen: 5 after a set of 1). Hold the value as a ceiling
 			 * (mtctl_set_state, mtctl_cong_avoid) until an ACK with an open window advances
