@@ -241,9 +241,9 @@ def test_elfn_freeze_thaw(rig: Rig, restore: str) -> None:
             "rto_after_thaw_ms": after[0].get("rto_ms") if after else None,
         },
     )
-    # no kernel RTO timeout while frozen
-    assert summ["TcpExtTCPTimeouts"] == 0
-    assert st["n_rto"] == 0
+    # no kernel RTO timeout of the data connection while frozen (its BPF count: the station's nstat
+    # also counts the iperf3 control connection, whose results exchange can meet a spurious RTO)
+    assert st["n_rto"] == 0, summ
     # one probe every 2 s while frozen; transmission resumes within one probe interval
     assert probes >= int((OUTAGE_S - 1.0) / 2) - 1
     assert t_thaw is not None and t_resume is not None
@@ -305,7 +305,7 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(rig: Rig) -> No
     assert rig.agent.conns[conn].stats["agent_rexmt"] == 1
     assert outs and abs(outs[0] - box["t_rexmt"]) < 0.05  # the first copy on the wire is the agent's
     assert t_acked is not None and t_acked - box["t_drop"] < max(rto_s, 0.2)
-    assert summ["TcpExtTCPTimeouts"] == 0
+    assert st is not None and st["n_rto"] == 0, summ  # the data connection's kernel never timed out
 
 
 def test_abra_backoff_and_restore(rig: Rig) -> None:
@@ -426,7 +426,7 @@ def test_atcp_destination_unreachable(rig: Rig) -> None:
     assert handled
     assert st["applied_cwnd"] == 1
     assert during and all(s.get("cwnd") == 1 for s in during)  # one segment while disconnected
-    assert summ["TcpExtTCPTimeouts"] == 0  # persist, not RTO
+    assert st["n_rto"] == 0, summ  # persist, not RTO (zero-window expirations are not RTOs)
     assert t_resume is not None and t_answer is not None
     assert (
         probes_after and probes_after[0] <= t_answer <= t_resume + 0.05
