@@ -164,9 +164,10 @@ class StackRun:
     ) -> list[float]:
         """Hand sta1's agent an ICMP Destination Unreachable for ``conn`` now (unless ``now`` is
         false), as a router on the path would send it, and again whenever the sender is no longer
-        in persist before run time ``t_end_s``: a late ACK, queued in the chain when the link broke, can arrive after the
-        kernel's first probe and count as its answer, and the network answers the next segment
-        with another one (Liu & Singh s III, "Effect of Lost Messages"). Returns when it re-sent."""
+        in persist before run time ``t_end_s``: a late ACK, queued in the chain when the link
+        broke, can arrive after the kernel's first probe and count as its answer, and the network
+        answers the next segment with another one (Liu & Singh s III, "Effect of Lost Messages").
+        Returns when it re-sent."""
         if now:
             self.agent().call("inject_unreachable", conn=conn)
         again: list[float] = []

@@ -254,8 +254,7 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
         time.sleep(2)
         ev = r.agent().call("events")["events"]
         tr = r.trace(conn)
-        st = r.agent().call("state", conn=conn)
-        k = r.kernel(conn)  # the connection's RTO expirations, in run time (rto_events t_s)
+        k = r.kernel(conn)  # BPF state (also kept in r.extra), RTO expirations in run time
         summ = r.finish()
         dropped = next(e for e in ev if e["event"] == "dropped")
         reported = next(e for e in ev if e["event"] == "reported")
@@ -271,9 +270,8 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
         before = [x for x in r.series(conn) if x["t_s"] <= t_drop_s + 0.01 and x.get("rto_ms")]
         # without a sample: Linux's RTO is at least srtt + rto_min (tcp_set_rto: srtt + rttvar,
         # rttvar >= rto_min = 200 ms), srtt from the BPF state
-        srtt_ms = float(st["kernel"].get("srtt_us") or 0) / 1000
+        srtt_ms = float(k.get("srtt_us") or 0) / 1000
         rto_ms = float(before[-1]["rto_ms"]) if before else 200.0 + srtt_ms
-        r.extra["kernel_state"] = st["kernel"]
         r.extra.update(
             events=ev,
             retransmissions_on_wire_ns=outs,
@@ -286,11 +284,10 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
     assert acked and (acked[0] - t_drop) / 1e6 < rto_ms, r.extra  # before the kernel RTO
     # ... and the kernel's retransmission timer did not expire on this drop: no RTO of the data
     # connection from the drop until well past the RTO it would have taken (the station's nstat
-    # count is not the measure: it also counts the iperf3 control connection and the teardown,
-    # where a frame the medium lost after 7 retries costs an RTO that has nothing to do with this)
-    drop_rtos = [t for t in r.extra["rto_events_t_s"] if t_drop_s <= t <= t_drop_s + 2 * rto_ms / 1000]
-    assert drop_rtos == [], r.extra
-    assert k["n_rto"] <= len(r.extra["rto_events_t_s"])  # the log holds every expiration
+    # count is not the measure: it also counts the iperf3 control connection, whose results
+    # exchange, queued behind the data with an RTO from the idle start, can meet a spurious RTO)
+    assert not [e for e in k["rto_events"] if t_drop_s <= e["t_s"] <= t_drop_s + 2 * rto_ms / 1000], r.extra
+    assert k["n_rto"] <= len(k["rto_events"])  # the log holds every expiration
 
 
 @pytest.mark.parametrize("policy", ["abra", "fixed_after_two"])
