@@ -142,6 +142,8 @@ class Stations(_Model):
     positions: list[Point] | dict[int, Point] | None = None
     placement: Placement | None = None
     static: list[StationId] | None = None
+    #: Default transmit power of some stations, dBm (the others: the radio preset's).
+    tx_power_dbm: dict[int, Num] = Field(default_factory=dict)
 
 
 class Radio(_Model):
@@ -526,6 +528,8 @@ class _Checker:
                     )
                     break
         self.check_id_list("stations.static", st.static)
+        for sid in st.tx_power_dbm:
+            self.station(f"stations.tx_power_dbm[{sid}]", sid)
 
     def check_id_list(self, path: str, ids: list[int] | None) -> None:
         if ids is None:
