@@ -25,8 +25,8 @@ query (``gauss(0, variance)``: ``variance`` is used as the standard deviation), 
 link, seeded; ``pL`` (a fixed ITU distance power loss) has no counterpart and is rejected.
 
 ``range=`` (``addStation``/``setRange``) is turned into a transmit power with Mininet-WiFi's
-own rule (``GetPowerGivenRange``): the whole dBm, rounded up, at which the received power at
-``range`` metres reaches the noise threshold (-91 dBm); below 0 it becomes 1 dBm, as there.
+own rule (``GetPowerGivenRange``): the whole dBm at which the received power at ``range``
+metres reaches the noise threshold (-91 dBm); below 0 it becomes 1 dBm, as there.
 Pure functions; unit-tested in tests/unit/test_mnwifi_propagation.py.
 """
 
@@ -188,11 +188,23 @@ class PropagationSpec:
         return lo
 
     def tx_power_for_range(self, range_m: float) -> int:
-        """Mininet-WiFi's ``GetPowerGivenRange``: whole dBm (rounded up) so that the received
-        power at ``range_m`` reaches the noise threshold; 1 dBm where that is below 0."""
-        need = self.noise_threshold_dbm + self.path_loss_db(range_m) - 2 * self.gain_dbi
-        p = math.ceil(round(need, 9))
-        return p if p >= 0 else 1
+        """Mininet-WiFi's ``GetPowerGivenRange`` (then ``int()``): the transmit power, whole dBm,
+        at which the received power at ``range_m`` equals the noise threshold; 1 dBm where that
+        is below 0. As there: rounded up for logDistance, truncated for friis, ITU and
+        logNormalShadowing, and ITU uses N = 28 at every distance. For twoRayGround, whose
+        Mininet-WiFi formula mixes dBm and linear units, the medium's two-ray loss, rounded up."""
+        d = max(range_m, MIN_DISTANCE_M)
+        if self.model == "ITU":
+            f_mhz = self.frequency_hz / 1e6
+            loss = ITU_N_NEAR * math.log10(d) + 20 * math.log10(f_mhz) + self.floor_loss_db * self.floors - 28
+        else:
+            loss = self.path_loss_db(d)
+        need = self.noise_threshold_dbm + loss - 2 * self.gain_dbi
+        if need < 0:
+            return 1
+        if self.model in ("logDistance", "twoRayGround"):
+            return math.ceil(round(need, 9))
+        return int(need)
 
 
 def _num(kwargs: dict[str, object], key: str, default: float) -> float:
