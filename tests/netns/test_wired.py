@@ -98,3 +98,17 @@ def test_make_clean_removes_ovs_after_sigkill(tmp_path: Path) -> None:
     assert not any(procs.is_same(p["pid"], p["start_time"]) for p in ovs)
     assert netns.list_ours(reg.run_id) == [] and not (RUN_ROOT / reg.run_id).exists()
     assert not os.path.exists(reg.ovs_dir or "/nonexistent-ovs-dir")
+
+
+@pytest.mark.netns
+def test_linux_bridge_fallback(tmp_path: Path) -> None:
+    overrides = {"wired.backend": "bridge", "traffic": {}, "duration_s": 5}
+    with tbrun.Testbed(
+        SCENARIO, out_root=tmp_path, experiment="wired", overrides=overrides, quiet=True
+    ) as tb:
+        assert tb.wired is not None and tb.wired.backend == "bridge"
+        assert tb.wired.procs == []  # no OVS daemon for a Linux bridge
+        res = tb.h1.cmd("ping -c3 -i0.3 -W3 10.0.0.4")
+        assert " 0% packet loss" in res.stdout or "3 received" in res.stdout, res
+        back = tb.sta4.cmd("ping -c2 -i0.3 -W3 10.1.0.1")
+        assert back.rc == 0, back
