@@ -27,6 +27,7 @@ from typing import Any
 
 from testbed.medium import MediumError
 from testbed.run import BringUpError, Testbed, _raise_exit, print_table
+from testbed.station import Station
 from topologies.scenario import ScenarioError
 
 STA_RE = re.compile(r"^sta(\d+)$")
@@ -80,6 +81,7 @@ class TestbedCli(cmd.Cmd):
         if not parts:
             return
         m = STA_RE.match(parts[0])
+        st: Station
         if parts[0] in self.tb.hosts:  # a wired host (scenario ``wired``)
             st = self.tb.hosts[parts[0]]
         elif not m or int(m.group(1)) not in self.tb.stations:
