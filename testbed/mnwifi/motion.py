@@ -26,7 +26,8 @@ GaussMarkov, ReferencePoint, TimeVariantCommunity) are rejected with this list."
 HORIZON_S: Final = 3600.0
 """How far ahead random trajectories are drawn: a script's network lives at most this long
 with moving stations (its last position is then kept)."""
-DEFAULT_MIN_V: Final = 1.0  # m/s, Mininet-WiFi's mobility default speeds
+DEFAULT_MIN_V: Final = 1.0
+"""m/s, speeds when neither the station nor the mobility model gives any."""
 DEFAULT_MAX_V: Final = 10.0
 
 
