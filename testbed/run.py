@@ -326,6 +326,15 @@ class Testbed:
             }
             res.save_summary()
 
+        if self.hosts:  # the scenario's TCP settings on the wired hosts too
+            host_sysctls = {k: v for k, v in station_sysctls(sc).items() if k != "net.ipv4.ip_forward"}
+            if self.tcpctl is not None:
+                host_sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
+            for host in self.hosts.values():
+                res_sys = host.cmd(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in host_sysctls.items())])
+                if not res_sys.ok:
+                    raise BringUpError(f"sysctls in {host.name}: {res_sys.stderr.strip()}")
+
         # the medium
         if not self.medium_bin.exists():
             raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
