@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictBool,
     StrictInt,
     StringConstraints,
@@ -35,7 +36,7 @@ from topologies.errors import MovementFileError
 from topologies.errors import ScenarioError as ScenarioError  # re-exported
 from topologies.radio import PRESETS
 from topologies.seeding import derive_rng
-from topologies.wired import NodeName, Wired
+from topologies.wired import NODE_NAME_RE, Wired
 
 # --------------------------------------------------------------------------------------------
 # Known names. Each set is one constant; docs/scenarios.md lists the same names.
@@ -88,8 +89,18 @@ Probability = Annotated[float, BeforeValidator(_no_bool), Field(ge=0, le=1)]
 StationId = Annotated[StrictInt, Field(ge=1)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 ExtensionName = Annotated[str, AfterValidator(_known_extension)]
+
+
+def _endpoint(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, str) and re.match(NODE_NAME_RE, value):
+        return value
+    raise ValueError(f"expected a station id (an integer >= 1) or a wired host name, got {value!r}")
+
+
 #: A flow's end: a station id, or the name of a wired host (``wired.hosts``).
-Endpoint = StationId | NodeName
+Endpoint = Annotated[int | str, PlainValidator(_endpoint)]
 Point = tuple[Num, Num]
 
 
