@@ -111,9 +111,17 @@ class Node:
         return self.tb_node
 
     def cmd(self, *args: object, **kwargs: object) -> str:
-        """Run a shell command in the node's namespace; return its output (stdout then stderr)."""
-        command = " ".join(str(a) for a in args)
-        res = self._live("cmd").cmd(command, timeout=float(kwargs.get("timeout", 600.0)))  # type: ignore[arg-type]
+        """Run a shell command in the node's namespace; return its output (stdout then stderr).
+
+        A command ending in ``&`` is started in the background (Mininet's habit, e.g.
+        ``sta3.cmd('iperf3 -s &')``): it returns at once with no output, and the process, recorded
+        in the run's registry, is stopped with the network."""
+        command = " ".join(str(a) for a in args).strip()
+        node = self._live("cmd")
+        if command.endswith("&") and not command.endswith("&&"):
+            node.popen(command[:-1], role="mnwifi-bg", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return ""
+        res = node.cmd(command, timeout=float(kwargs.get("timeout", 600.0)))  # type: ignore[arg-type]
         return res.stdout + res.stderr
 
     def popen(self, *args: object, **kwargs: Any) -> subprocess.Popen[bytes]:

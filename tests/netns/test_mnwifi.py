@@ -43,6 +43,9 @@ def test_adhoc_line_of_three_pings_over_two_hops(tmp_path: Path) -> None:
         r"5 packets transmitted, [45] received", out
     ), out
     assert "ttl=63" in out  # one forwarding hop: sta2 relays (sta1 and sta3 are 240 m apart)
+    m = re.search(r"([\d.]+) ([KM])bits/sec\s+receiver", out)  # kernel TCP over 2 DSR hops
+    assert m, out[-2000:]
+    assert float(m.group(1)) * (1e3 if m.group(2) == "K" else 1e6) > 50e3
     (run,) = run_dirs(tmp_path)
     assert (run / "summary.json").exists() and (run / "mnwifi.json").exists()
     assert '"ht_cap"' in (run / "mnwifi.json").read_text()  # recorded, not silently dropped

@@ -46,6 +46,10 @@ def topology(args):
 
     info("*** Ping sta1 -> sta3\n")
     info(sta1.cmd("ping -c5 -i0.3 -W2 10.0.0.3"))
+    info("*** TCP sta1 -> sta3\n")
+    sta3.cmd("iperf3 -s -1 &")
+    sta1.cmd("sleep 0.5")
+    info(sta1.cmd("iperf3 -c 10.0.0.3 -t 2 -C reno"))
     if "-c" in args:
         CLI(net)
 

@@ -28,7 +28,9 @@ def topology(args):
     net.configureWifiNodes()
 
     for sta in net.stations:
-        net.addLink(sta, cls=adhoc, intf=f"{sta.name}-wlan0", ssid="adhocNet", proto="aodv", mode="g", channel=1)
+        net.addLink(
+            sta, cls=adhoc, intf=f"{sta.name}-wlan0", ssid="adhocNet", proto="aodv", mode="g", channel=1
+        )
 
     net.plotGraph(max_x=120, max_y=120)
     net.setMobilityModel(time=0, model="RandomWayPoint", max_x=120, max_y=120, seed=20)
