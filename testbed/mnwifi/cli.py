@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from testbed.mnwifi.net import Mininet_wifi
 
 
+PLOT_PUMP_S = 0.1
+"""How long the live plot's GUI loop runs between two checks for input, seconds."""
+
+
 class CLI(cmd.Cmd):
     prompt = "mininet-wifi> "
 
@@ -31,12 +35,39 @@ class CLI(cmd.Cmd):
         self.run()
 
     def run(self) -> None:
+        plotter = self.net.plotter
+        if plotter is not None and plotter.live:
+            self.run_with_plot(plotter)
+            return
         while True:
             try:
                 self.cmdloop()
                 return
             except KeyboardInterrupt:
                 print()
+
+    def run_with_plot(self, plotter: Any) -> None:
+        """Read commands while the live plot window keeps redrawing (it needs the GUI loop)."""
+        import select
+
+        while True:
+            sys.stdout.write(self.prompt)
+            sys.stdout.flush()
+            line = ""
+            try:
+                while True:
+                    ready, _, _ = select.select([sys.stdin], [], [], 0.0)
+                    if ready:
+                        line = sys.stdin.readline()
+                        break
+                    plotter.pump(PLOT_PUMP_S)
+            except KeyboardInterrupt:
+                print()
+                continue
+            if not line:  # end of input
+                return
+            if self.onecmd(line.rstrip("\n")):
+                return
 
     def names(self) -> dict[str, str]:
         return {n.name: n.IP() for n in [*self.net.stations, *self.net.hosts]}

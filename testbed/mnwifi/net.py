@@ -248,6 +248,10 @@ class Mininet_wifi:  # noqa: N801 - Mininet-WiFi's class name
         unknown = sorted(set(kwargs) - NET_IGNORED)
         if unknown:
             raise MnWifiError(f"Mininet_wifi: unsupported parameter(s) {', '.join(unknown)}")
+        if kwargs.get("topo") is not None:
+            raise MnWifiError(
+                "Mininet_wifi(topo=...): Topo classes are not supported; add the nodes with addStation"
+            )
         self.ignored = Recorded()
         self.ignored.add("Mininet_wifi", kwargs)
         base = kwargs.get("ipBase")

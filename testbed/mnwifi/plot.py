@@ -124,6 +124,16 @@ class Plotter:
                 self.fig.savefig(self.png, dpi=90)
                 self.saves += 1
 
+    def pump(self, seconds: float) -> None:
+        """Let a live window redraw and handle events for ``seconds`` (the CLI calls this while it
+        waits for input); headless, just wait."""
+        if self.live and self.fig is not None:
+            import matplotlib.pyplot as plt
+
+            plt.pause(seconds)
+        else:
+            self._stop.wait(seconds)
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
