@@ -37,6 +37,34 @@ def test_hook_only_inside_the_command() -> None:
     assert res.stdout.split() == ["testbed.mnwifi.net", "testbed.mnwifi.log"]
 
 
+def test_a_real_mininet_wifi_beside_is_not_shadowed(tmp_path: Path) -> None:
+    real = tmp_path / "mn_wifi"
+    real.mkdir()
+    (real / "__init__.py").write_text("REAL = True\n")
+    code = "import testbed.mnwifi.net\nimport mn_wifi\nprint(mn_wifi.REAL)"
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+        env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"},
+    )
+    assert res.stdout.strip() == "True", res.stderr
+    code = "from testbed.mnwifi.__main__ import install\ninstall()\nimport mn_wifi\nprint(hasattr(mn_wifi, 'REAL'))"
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+        env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"},
+    )
+    assert res.stdout.strip() == "False", res.stderr  # inside the command: ours
+
+
 def test_missing_module_is_a_clear_error() -> None:
     res = run_py("from testbed.mnwifi.__main__ import install\ninstall()\nimport mn_wifi.replaying")
     assert "mn_wifi.replaying is not provided by the testbed" in res.stderr
