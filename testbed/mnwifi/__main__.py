@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.abc
 import importlib.machinery
+import os
 import runpy
 import signal
 import sys
@@ -68,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("args", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     script = Path(args.script)
+    if os.geteuid() != 0:
+        print(
+            "error: the testbed needs root (network namespaces, the medium's real-time priority)",
+            file=sys.stderr,
+        )
+        return 2
     if not script.is_file():
         print(f"error: {script}: no such file", file=sys.stderr)
         return 2
