@@ -210,3 +210,19 @@ def test_wired_calls_make_the_wired_block() -> None:
     }
     with pytest.raises(MnWifiError, match="one gateway station per wired segment"):
         net.addLink(net.stations[1], s1)
+
+
+def test_medium_config_carries_each_stations_power_and_model(tmp_path: Path) -> None:
+    from testbed.medium import medium_config
+
+    net = line(range=150)
+    net.setPropagationModel(model="friis", sL=2)
+    sc = build_scenario(net)
+    cfg = medium_config(sc, "abc123", 1, tmp_path, tmp_path)
+    # friis, sL 2, range 150 m at channel 6: -91 + 20 log10(4 pi 150 / lambda) + 10 log10 2 - 10 = -14.3 < 0 -> 1 dBm
+    assert [s["tx_power_dbm"] for s in cfg["stations"]] == [1.0, 1.0, 1.0]
+    assert cfg["radio"]["preset"] == "wmediumd"
+    assert (
+        cfg["radio"]["overrides"]["propagation"] == "free_space"
+        and cfg["radio"]["overrides"]["system_loss"] == 2.0
+    )
