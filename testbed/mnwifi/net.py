@@ -474,9 +474,14 @@ class Mininet_wifi:  # noqa: N801 - Mininet-WiFi's class name
         intf = params.get("intf")
         if intf is not None and intf != f"{st.name}-wlan0" and intf != st.wintfs[0]:
             raise MnWifiError(f"{where}: intf={intf!r}: a station has one air interface, {st.wintfs[0]}")
+        # the first ad hoc channel sets the medium's frequency (testbed/mnwifi/scenario.py); another
+        # channel is recorded: every station shares the one medium
+        first = next((a["channel"] for a in self.adhoc.values() if "channel" in a), None)
         self.adhoc[st.name] = dict(params)
-        # the channel sets the medium's frequency (testbed/mnwifi/scenario.py); the rest is recorded
-        self.ignored.add(where, {k: v for k, v in params.items() if k != "channel"})
+        recorded = {k: v for k, v in params.items() if k != "channel"}
+        if "channel" in params and first is not None and str(params["channel"]) != str(first):
+            recorded["channel"] = params["channel"]
+        self.ignored.add(where, recorded)
 
     # ---------------------------------------------------------------- mobility and plot
     def setMobilityModel(self, **kwargs: Any) -> None:  # noqa: N802

@@ -92,6 +92,15 @@ def test_scenario_of_an_adhoc_line() -> None:
     ]
 
 
+def test_another_channel_is_recorded_not_applied() -> None:
+    net = Mininet_wifi()
+    a, b = net.addStation("sta1", position="1,1,0"), net.addStation("sta2", position="2,1,0")
+    net.addLink(a, cls=adhoc, channel=1)
+    net.addLink(b, cls=adhoc, channel=11)
+    assert scenario_data(net)["radio"]["overrides"]["frequency_hz"] == 2412e6
+    assert net.ignored.items[-1] == {"call": "addLink(sta2, cls=adhoc)", "params": {"channel": "11"}}
+
+
 def test_no_proto_is_single_hop_static() -> None:
     data = scenario_data(line(proto=None))
     assert data["routing"] == {
