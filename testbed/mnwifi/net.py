@@ -143,7 +143,8 @@ class Node:
         return res.stdout, res.stderr, res.rc
 
     def IP(self, intf: str | None = None) -> str:  # noqa: N802 - Mininet's name
-        return str(self.params["ip"]).split("/")[0]
+        """The node's address ("" for a wired host without ``ip=`` before ``build()``)."""
+        return str(self.params.get("ip", "")).split("/")[0]
 
     def MAC(self, intf: str | None = None) -> str:  # noqa: N802
         return str(self.params.get("mac", ""))
