@@ -330,3 +330,75 @@ class RowStore:
                 valid_seen[rec.point_id] = n
             out.records.append(rec)
         return out
+
+
+@dataclass
+class MergeReport:
+    """What ``merge`` did: rows appended, rows already there, and what was skipped."""
+
+    added: int = 0
+    present: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def merge(experiment: str, data_dir: str | Path, sources: Sequence[str | Path]) -> MergeReport:
+    """Append the rows of other rows files (e.g. fetched from the hosts of a sharded sweep) to
+    ``<data_dir>/<experiment>.csv``: each run once (by run id), a second valid row of a point
+    never (the first counts). Cut, altered and foreign rows of a source are reported, not copied."""
+    store = RowStore(experiment, data_dir)
+    report = MergeReport()
+    have = store.load()
+    runs = {(r.run_id, r.point_id, r.attempt) for r in have.records}
+    valid = {r.point_id for r in have.records if r.valid}
+    for src in sources:
+        src_store = RowStore(experiment, Path(src).parent)
+        src_store.path = Path(src)
+        loaded = src_store.load()
+        report.problems += loaded.problems
+        cols = src_store.columns() or []
+        axes, metrics = axes_of(cols), [c for c in cols if c not in _NON_METRIC and c not in axes_of(cols)]
+        for rec in loaded.records:
+            key = (rec.run_id, rec.point_id, rec.attempt)
+            if key in runs or (rec.valid and rec.point_id in valid):
+                report.present += 1
+                continue
+            store.append(rec, axes, metrics)
+            runs.add(key)
+            if rec.valid:
+                valid.add(rec.point_id)
+            report.added += 1
+    return report
+
+
+_NON_METRIC: Final = frozenset((*BASE_COLS, *RUN_COLS, *SIGNAL_COLS, *TAIL_COLS))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.rows merge EXPERIMENT SRC.csv... [--data DIR]``."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.rows", description="Rows files kept in git.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("merge", help="append other rows files' runs to <data>/<experiment>.csv, each once")
+    m.add_argument("experiment")
+    m.add_argument("sources", nargs="*", help="rows files to merge (missing ones are ignored)")
+    m.add_argument("--data", default=str(DATA_DIR), help=f"the rows folder (default {DATA_DIR})")
+    args = ap.parse_args(argv)
+    sources = [s for s in args.sources if Path(s).is_file()]
+    try:
+        rep = merge(args.experiment, args.data, sources)
+    except RowsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for p in rep.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    print(
+        f"{RowStore(args.experiment, args.data).path}: {'written' if rep.added else 'unchanged'} "
+        f"({rep.added} rows added, {rep.present} already there, from {len(sources)} files)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

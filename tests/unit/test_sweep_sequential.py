@@ -299,3 +299,22 @@ def test_measured_cost_is_the_median_cores_per_run() -> None:
     rows = [_run(cpu=c) for c in (7.0, 14.0, 700.0)] + [_run()]
     assert measured_cost(rows) == pytest.approx(14.0 / 70.0)
     assert measured_cost([_run()]) is None
+
+
+def test_merging_hosts_rows_records_each_run_once(tmp_path: Path) -> None:
+    from experiments.rows import merge
+
+    sweep = parse_sweep(SEQ_YAML, "seq.yaml")
+    points = expand(sweep)
+    for i in range(2):  # two hosts, each with its shard's rows
+        shard = sw.shard_points(points[:16], (i, 2), sweep)
+        sw.run_points(
+            sweep, shard, out_root=tmp_path / f"h{i}", data_dir=tmp_path / f"h{i}", run_fn=EffectRun()
+        )
+    srcs = [tmp_path / "h0" / "seq.csv", tmp_path / "h1" / "seq.csv"]
+    first = merge("seq", tmp_path / "ctl", srcs)
+    assert first.added == 16 and first.present == 0 and first.problems == []
+    again = merge("seq", tmp_path / "ctl", srcs)
+    assert again.added == 0 and again.present == 16
+    counted = RowStore("seq", tmp_path / "ctl").load({p.point_id: p.index for p in points}).counted()
+    assert sorted(r.point_id for r in counted) == sorted(p.point_id for p in points[:16])
