@@ -96,6 +96,7 @@ def router_config(
         ],
         "ifq_len": sc.routing.ifq_len,
         "promiscuous": sc.routing.promiscuous,
+        "trace": sc.routing.trace,
         "out_dir": str(out_dir),
     }
     tc = tcpctl_glue.router_config(tcpctl, state, sid)
