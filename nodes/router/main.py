@@ -708,8 +708,7 @@ class Router:
             self.log.info("fast path off: %s", reason)
             return
         self.fastpath = FastPath(lib, self, loop.fileno(), loop.poll)
-        if self.tracer is not None:  # trace: auto
-            self.flush_trace()
+        if self.tracer is not None and self.rt is not None:  # trace: auto
             self.tracer = self.rt.tracer = None
             self.trace_off_reason = "the native fast path forwards (static routes); set routing.trace: on"
             try:
