@@ -518,6 +518,21 @@ def explain_rtos(
     return [explain_rto(idx, r, reasons) for r in rtos]
 
 
+def losses_by_cause(
+    records: Iterable[TraceRecord], medium: Sequence[MediumFailure], reasons: dict[int, list[str]]
+) -> dict[str, int]:
+    """Every TCP packet (segment or ACK) the kernels sent that never reached its destination's
+    kernel, by cause (whether or not it caused a timeout): the run's losses as the trace saw them."""
+    idx = TraceIndex(records, medium)
+    c: Counter[str] = Counter()
+    for rs in idx.orig.values():
+        for r in rs:
+            f = follow(idx, r, "data", reasons)
+            if f.delivered_ns is None and f.cause is not None:
+                c[f.cause] += 1
+    return {k: c[k] for k in CAUSES if c[k]}
+
+
 def rtos_from_series(rows: Iterable[dict[str, Any]]) -> list[Rto]:
     """RTOs from a tcp_info series (``tcp/staN.jsonl`` rows): each growth of ``rto_timeouts``."""
     prev: dict[str, tuple[int, int]] = {}
@@ -655,6 +670,7 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
         "timeouts_of_sampled_stations": station_total,
         "by_cause": timeouts_by_cause(expl),
         "unknown_pct": round(100 * sum(e.cause == "unknown" for e in expl) / len(expl), 1) if expl else 0.0,
+        "losses_by_cause": losses_by_cause(data.records, data.medium, data.reasons),
         "nominal_range_m": data.range_m,
         "rtos": [asdict(e) for e in expl],
     }

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import struct
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +29,9 @@ from nodes.core.trace import (
     read_medium,
     read_records,
 )
-from testbed.explain import Conn, Rto, explain_rtos, rtos_from_series
+from testbed.explain import Conn, Rto, RunDirError, explain_rtos, load_run, rtos_from_series
+from testbed.explain import main as explain_main
+from testbed.timeline import main as timeline_main
 
 MS = 1_000_000
 A, B = "10.0.0.1", "10.0.0.3"
@@ -259,3 +265,56 @@ def test_medium_trace_decodes() -> None:
         77,
     )
     assert m.distance_m == pytest.approx(250.5)
+
+
+def write_run(d: Path, *, complete: bool = True, trace: dict[str, object] | None = None) -> Path:
+    """A minimal run directory of 1 station (what load_run reads)."""
+    (d / "routers").mkdir(parents=True)
+    (d / "medium").mkdir()
+    (d / "summary.json").write_text(json.dumps({"run_id": "abc123", "complete": complete}))
+    (d / "scenario.json").write_text(
+        json.dumps({"stations": {"count": 1}, "radio": {"preset": "ns2-wavelan"}})
+    )
+    snap: dict[str, object] = {"station": 1}
+    if trace is not None:
+        snap["trace"] = trace
+    (d / "routers" / "sta1.counters.json").write_text(json.dumps(snap))
+    return d
+
+
+@pytest.mark.parametrize(
+    "setup,message",
+    [
+        (lambda d: d.mkdir(), "not a run directory (no summary.json, no run.json)"),
+        (lambda d: write_run(d, complete=False), "complete is false: the run did not finish"),
+        (lambda d: write_run(d), "no 'trace' field: the run is from a version without the per-packet trace"),
+        (
+            lambda d: write_run(d, trace={"on": False, "reason": "off in the router config"}),
+            "trace off (off in the router config)",
+        ),
+        (lambda d: write_run(d, trace={"on": True, "reasons": []}), "sta1.trace.bin: missing"),
+    ],
+)
+def test_bad_run_directories_name_what_is_missing(
+    tmp_path: Path, setup: Any, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "run"
+    setup(d)
+    before = sorted(p.name for p in d.rglob("*"))
+    with pytest.raises(RunDirError, match=re.escape(message)):
+        load_run(d)
+    assert explain_main([str(d)]) == 2 and message in capsys.readouterr().err
+    assert timeline_main([str(d)]) == 2 and message in capsys.readouterr().err
+    assert sorted(p.name for p in d.rglob("*")) == before  # nothing written
+
+
+def test_missing_medium_trace_is_named(tmp_path: Path) -> None:
+    d = write_run(tmp_path / "run", trace={"on": True, "reasons": []})
+    (d / "routers" / "sta1.trace.bin").write_bytes(MAGIC)
+    with pytest.raises(RunDirError, match=r"medium/trace.bin: missing"):
+        load_run(d)
+    (d / "medium" / "trace.bin").write_bytes(b"garbage!")
+    with pytest.raises(RunDirError, match=r"not a medium trace"):
+        load_run(d)
+    (d / "medium" / "trace.bin").write_bytes(MEDIUM_MAGIC)
+    assert load_run(d).rtos == []
