@@ -57,7 +57,7 @@ def _position(traj: list[list[float]], t: float) -> tuple[float, float]:
 def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end: float) -> dict[str, Any]:
     """The animated map (a plotly figure as a dict): stations, links within range, a slider."""
     ids = sorted(trajs)
-    frames = []
+    frames: list[dict[str, Any]] = []
     steps = []
     n = max(1, math.ceil(t_end / MAP_STEP_S))
     for k in range(n + 1):
@@ -95,7 +95,7 @@ def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end
                 ],
             }
         )
-    first = frames[0]["data"]
+    first: list[dict[str, Any]] = frames[0]["data"]
     return {
         "data": [
             {
@@ -374,7 +374,7 @@ def render(data: RunData, expl: list[Explanation]) -> str:
     counters_path = data.run_dir / "medium" / "counters.json"
     airtime = json.loads(counters_path.read_text()).get("airtime_series") if counters_path.exists() else None
     t_end = max([float(r["t_s"]) for rows in data.series.values() for r in rows] or [1.0])
-    by = {}
+    by: dict[str, int] = {}
     for e in expl:
         by[e.cause] = by.get(e.cause, 0) + 1
     summary = f"{len(expl)} TCP timeouts" + (
