@@ -73,7 +73,7 @@ def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end
                         ly += [pos[a][1], pos[b][1], None]
         frames.append(
             {
-                "name": str(t),
+                "name": f"{t:g}",
                 "data": [
                     {"x": lx, "y": ly},
                     {"x": [pos[i][0] for i in ids], "y": [pos[i][1] for i in ids]},
@@ -86,7 +86,7 @@ def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end
                 "label": f"{t:g}",
                 "method": "animate",
                 "args": [
-                    [str(t)],
+                    [f"{t:g}"],
                     {
                         "mode": "immediate",
                         "frame": {"duration": 0, "redraw": False},
@@ -152,7 +152,7 @@ def plots_figure(data: RunData, expl: list[Explanation], airtime: dict[str, Any]
     h = (1 - gap * (n - 1)) / n
     layout: dict[str, Any] = {
         "height": 190 * n,
-        "margin": {"t": 30},
+        "margin": {"t": 30, "l": 150},
         "hovermode": "closest",
         "legend": {"orientation": "h"},
     }
@@ -318,6 +318,7 @@ const MAP = {map_json};
 const PLOTS = {plots_json};
 const EXPL = {expl_json};
 const TRAJ = {traj_json};
+const STEP = {step};
 function pos(id, t) {{
   const w = TRAJ[id]; if (!w) return null;
   if (t <= w[0][0]) return [w[0][1], w[0][2]];
@@ -343,6 +344,11 @@ function showPath(i) {{
     for (const h of last.path) {{ if (h.station !== prev) {{ const p = pos(h.station, h.t_ns / 1e9);
       if (p) {{ xs.push(p[0]); ys.push(p[1]); }} prev = h.station; }} }} }}
   document.getElementById("path").textContent = lines.join("\\n");
+  if (last && last.path.length) {{
+    const t = last.path[last.path.length - 1].t_ns / 1e9;
+    const name = String(Math.min(Math.round(t / STEP) * STEP, MAP.frames[MAP.frames.length - 1].name * 1));
+    Plotly.animate("map", [name], {{mode: "immediate", frame: {{duration: 0, redraw: false}}, transition: {{duration: 0}}}});
+  }}
   Plotly.restyle("map", {{x: [xs], y: [ys]}}, [2]);
 }}
 Promise.all([
@@ -391,6 +397,7 @@ def render(data: RunData, expl: list[Explanation]) -> str:
         plots_json=_js(plots_figure(data, expl, airtime)),
         expl_json=_js([asdict(e) for e in expl]),
         traj_json=_js({str(k): v for k, v in trajs.items()}),
+        step=MAP_STEP_S,
     )
 
 

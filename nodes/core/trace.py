@@ -4,25 +4,21 @@
 each TCP retransmission timeout, where the lost segment died and why (docs/explain.md). A packet
 is followed across stations by its **key**, which survives forwarding: the IPv4 source,
 destination and identification (DSR inserts its header after the IP header and keeps them; AODV
-forwards the packet unchanged), plus the TCP sequence and acknowledgement numbers of the segment.
+forwards the packet unchanged), plus the TCP ports, sequence and acknowledgement numbers.
 
-One record per event, ``RECORD`` (little-endian, ``RECORD.size`` = 40 bytes):
+One record per event: a 14-byte header ``HEADER`` (little-endian) and the first ``caplen``
+bytes of the packet, as tcpdump's snap length does: ``PLAIN_CAP`` (IPv4 + TCP header without
+options) or, for a DSR packet, ``DSR_CAP`` (room for a source route of 13 hops before the TCP
+header). The router only slices and appends (about 0.7 us a record, against 3.6 us to parse the
+packet there); ``read_records`` parses the headers afterwards (``packet_fields``).
 
 ====================  =============================================================
 ``t_ns`` q            router time (= the medium's run time), ns
 ``ev`` B              one of ``EV_*``
-``code`` B            ``EV_TX_FAIL``: the medium's cause (``nodes.formats.medium.CAUSE_NAMES``);
+``code`` B            ``EV_TX_FAIL``: the medium's cause (``MEDIUM_CAUSES``);
                       ``EV_DROP``/``EV_IFQ_DROP``: index into the tracer's ``reasons``
 ``peer`` H            next hop (TX, TX_OK, TX_FAIL), previous hop (RX), else 0
-``src``, ``dst`` 4s   IPv4 source and destination (network order)
-``ip_id`` H           IPv4 identification
-``sport``, ``dport`` H  TCP ports (0 if not TCP)
-``proto`` B           transport protocol (inside DSR: DSR's next header)
-``tcp_flags`` B       TCP flags (0 if not TCP)
-``seq``, ``ack`` I    TCP sequence and acknowledgement numbers (0 if not TCP)
-``length`` H          TCP payload bytes (0 if not TCP)
-``ctl`` B             routing packets: DSR's first option type, or the AODV message type; else 0
-pad x
+``caplen`` H          bytes of the packet that follow
 ====================  =============================================================
 
 The file ``sta<N>.trace.bin`` starts with ``MAGIC``; the reason names (``reasons``) are in the
@@ -36,10 +32,16 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-MAGIC = b"MTRTRC01"
-"""First bytes of a router trace file (format version 1)."""
+MAGIC = b"MTRTRC02"
+"""First bytes of a router trace file (format version 2: header + packet prefix)."""
 
-RECORD = struct.Struct("<qBBH4s4sHHHBBIIHBx")
+HEADER = struct.Struct("<qBBHH")
+PLAIN_CAP = 40
+"""Bytes of a non-DSR packet kept: IPv4 header (20) and TCP header without options (20)."""
+DSR_CAP = 96
+"""Bytes of a DSR packet kept: IPv4 (20), DSR fixed header (4, RFC 4728 section 6.1), a source
+route option of 13 hops (4 + 4 x 13, section 6.7) and the TCP ports, sequence, acknowledgement,
+offset and flags (14)."""
 
 EV_ORIG = 0
 """A packet from the local kernel (TUN) entered the router."""
@@ -67,14 +69,14 @@ IPPROTO_NONE = 59
 """RFC 4728 section 6.1: Next Header "No Next Header" (a DSR packet with only options)."""
 AODV_PORT = 654
 """RFC 3561 section 4: AODV's UDP port."""
-_PACK = RECORD.pack
+_PACK = HEADER.pack
 _TCP4 = struct.Struct("!HHII").unpack_from
 _EMPTY4 = b"\0\0\0\0"
 
 
 def packet_fields(p: bytes) -> tuple[bytes, bytes, int, int, int, int, int, int, int, int, int]:
     """``(src, dst, ip_id, sport, dport, proto, tcp_flags, seq, ack, length, ctl)`` of an IPv4
-    packet.
+    packet or of its first bytes (the TCP payload length comes from the IP total length).
 
     Looks through a DSR header (RFC 4728 section 6.1) to the transport header. Short or non-IPv4
     packets give zeros (never raises).
@@ -91,9 +93,9 @@ def packet_fields(p: bytes) -> tuple[bytes, bytes, int, int, int, int, int, int,
         off = opt + ((p[off + 2] << 8) | p[off + 3])
         if proto == IPPROTO_NONE and n > opt:
             ctl = p[opt]
-    if proto == IPPROTO_TCP and n >= off + 20:
+    if proto == IPPROTO_TCP and n >= off + 14:
         sport, dport, seq, ack = _TCP4(p, off)
-        length = n - off - (p[off + 12] >> 4) * 4
+        length = ((p[2] << 8) | p[3]) - off - (p[off + 12] >> 4) * 4
         return (
             p[12:16],
             p[16:20],
@@ -125,7 +127,10 @@ class Tracer:
 
     def add(self, t_ns: int, ev: int, packet: bytes, peer: int = 0, code: int = 0) -> None:
         self.records += 1
-        self.buf += _PACK(t_ns, ev, code, peer & 0xFFFF, *packet_fields(packet))
+        cap = packet[: DSR_CAP if len(packet) > 9 and packet[9] == IPPROTO_DSR else PLAIN_CAP]
+        buf = self.buf
+        buf += _PACK(t_ns, ev, code, peer & 0xFFFF, len(cap))
+        buf += cap
 
     def drop(self, t_ns: int, ev: int, packet: bytes, reason: str) -> None:
         code = self.codes.get(reason)
@@ -175,10 +180,18 @@ def read_records(data: bytes, station: int, what: str = "trace") -> Iterator[Tra
     """Decode a router trace file's bytes (``MAGIC`` + records); a truncated last record (a
     router killed while writing) is ignored."""
     if not data.startswith(MAGIC):
-        raise TraceFormatError(f"{what}: not a router trace (expected {MAGIC!r} at the start)")
-    end = len(MAGIC) + (len(data) - len(MAGIC)) // RECORD.size * RECORD.size
-    for f in RECORD.iter_unpack(memoryview(data)[len(MAGIC) : end]):
-        yield TraceRecord(station, f[0], f[1], f[2], f[3], _ip(f[4]), _ip(f[5]), *f[6:])
+        raise TraceFormatError(
+            f"{what}: not a router trace of this version (expected {MAGIC!r} at the start)"
+        )
+    pos, n, hsize, unpack = len(MAGIC), len(data), HEADER.size, HEADER.unpack_from
+    while pos + hsize <= n:
+        t, ev, code, peer, caplen = unpack(data, pos)
+        pos += hsize
+        if pos + caplen > n:
+            return
+        f = packet_fields(data[pos : pos + caplen])
+        pos += caplen
+        yield TraceRecord(station, t, ev, code, peer, _ip(f[0]), _ip(f[1]), *f[2:])
 
 
 MEDIUM_MAGIC = b"MTMTRC01"
