@@ -825,6 +825,12 @@ def print_table(summary: dict[str, Any]) -> None:
     c = Console()
     c.print(t)
     c.print(f"routing packets: {summary.get('routing_packets')}   duration: {summary.get('duration_s')} s")
+    by_cause = summary.get("timeouts_by_cause")
+    if by_cause:
+        causes = ", ".join(f"{k} {v}" for k, v in by_cause.items())
+        c.print(f"TCP timeouts by cause: {causes}   (python3 -m testbed.explain <run dir> for each one)")
+    elif summary.get("explain_error"):
+        c.print(f"TCP timeouts not explained: {summary['explain_error']}")
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
