@@ -189,10 +189,28 @@ def _key(r: TraceRecord) -> tuple[str, str, int, int, int]:
     return (r.src, r.dst, r.ip_id, r.sport, r.dport)
 
 
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    """A scripted ``set_link`` (medium config ``events``): from ``t_ns`` on, link a-b has this
+    loss probability and bit error rate (None: cleared)."""
+
+    t_ns: int
+    a: int
+    b: int
+    loss: float | None
+    ber: float | None
+
+
 class TraceIndex:
     """The routers' records indexed by packet key, and each station's records in time order."""
 
-    def __init__(self, records: Iterable[TraceRecord], medium: Sequence[MediumFailure]) -> None:
+    def __init__(
+        self,
+        records: Iterable[TraceRecord],
+        medium: Sequence[MediumFailure],
+        link_events: Sequence[LinkEvent] = (),
+    ) -> None:
+        self.link_events = sorted(link_events, key=lambda e: e.t_ns)
         self.by_key: dict[tuple[str, str, int, int, int], list[TraceRecord]] = defaultdict(list)
         self.by_station: dict[int, list[TraceRecord]] = defaultdict(list)
         self.orig: dict[Conn, list[TraceRecord]] = defaultdict(list)
@@ -242,7 +260,18 @@ def _mac_detail(idx: TraceIndex, fail: TraceRecord) -> tuple[str, str, float | N
     name = (
         m.cause if m is not None else (MEDIUM_CAUSES[fail.code] if fail.code < len(MEDIUM_CAUSES) else "none")
     )
-    return MAC_CAUSE.get(name, "unknown"), name, (m.distance_m if m is not None else None)
+    dist = m.distance_m if m is not None else None
+    if name == "channel_error":
+        # a scripted set_link (loss or BER) on this link at that time is the event that caused it
+        ev = None
+        for e in idx.link_events:
+            if e.t_ns > fail.t_ns:
+                break
+            if {e.a, e.b} == {fail.station, fail.peer}:
+                ev = e
+        if ev is not None and (ev.loss or ev.ber):
+            return "event", f"channel_error (set_link loss={ev.loss} ber={ev.ber})", dist
+    return MAC_CAUSE.get(name, "unknown"), name, dist
 
 
 def follow(idx: TraceIndex, first: TraceRecord, kind: str, reasons: dict[int, list[str]]) -> Fate:
@@ -511,19 +540,23 @@ def explain_rtos(
     medium: Sequence[MediumFailure],
     rtos: Sequence[Rto],
     reasons: dict[int, list[str]],
+    link_events: Sequence[LinkEvent] = (),
 ) -> list[Explanation]:
     """Explain every RTO (sans-I/O): ``records`` of all routers, the medium's failures,
-    ``reasons``: each station's drop reason names by code."""
-    idx = TraceIndex(records, medium)
+    ``reasons``: each station's drop reason names by code, ``link_events``: scripted set_link."""
+    idx = TraceIndex(records, medium, link_events)
     return [explain_rto(idx, r, reasons) for r in rtos]
 
 
 def losses_by_cause(
-    records: Iterable[TraceRecord], medium: Sequence[MediumFailure], reasons: dict[int, list[str]]
+    records: Iterable[TraceRecord],
+    medium: Sequence[MediumFailure],
+    reasons: dict[int, list[str]],
+    link_events: Sequence[LinkEvent] = (),
 ) -> dict[str, int]:
     """Every TCP packet (segment or ACK) the kernels sent that never reached its destination's
     kernel, by cause (whether or not it caused a timeout): the run's losses as the trace saw them."""
-    idx = TraceIndex(records, medium)
+    idx = TraceIndex(records, medium, link_events)
     c: Counter[str] = Counter()
     for rs in idx.orig.values():
         for r in rs:
@@ -568,6 +601,7 @@ class RunData:
     rtos: list[Rto]
     series: dict[int, list[dict[str, Any]]]
     range_m: float | None
+    link_events: list[LinkEvent] = field(default_factory=list)
 
 
 def _read_json(p: Path, what: str) -> Any:
@@ -636,8 +670,33 @@ def load_run(run_dir: str | Path) -> RunData:
         rtos.extend(rtos_from_series(rows))
     rtos.sort(key=lambda r: r.t_hi_ns)
     return RunData(
-        d, summary, list(range(1, n + 1)), records, reasons, medium, rtos, series, _range_m(scenario)
+        d,
+        summary,
+        list(range(1, n + 1)),
+        records,
+        reasons,
+        medium,
+        rtos,
+        series,
+        _range_m(scenario),
+        _link_events(scenario),
     )
+
+
+def _link_events(scenario: dict[str, Any]) -> list[LinkEvent]:
+    """The scenario's scripted ``set_link`` events (docs/scenarios.md)."""
+    out = []
+    for e in scenario.get("events") or []:
+        if isinstance(e, dict) and e.get("op") == "set_link":
+            try:
+                out.append(
+                    LinkEvent(
+                        round(float(e["t_s"]) * 1e9), int(e["a"]), int(e["b"]), e.get("loss"), e.get("ber")
+                    )
+                )
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
 
 
 def _range_m(scenario: dict[str, Any]) -> float | None:
@@ -670,7 +729,7 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
         "timeouts_of_sampled_stations": station_total,
         "by_cause": timeouts_by_cause(expl),
         "unknown_pct": round(100 * sum(e.cause == "unknown" for e in expl) / len(expl), 1) if expl else 0.0,
-        "losses_by_cause": losses_by_cause(data.records, data.medium, data.reasons),
+        "losses_by_cause": losses_by_cause(data.records, data.medium, data.reasons, data.link_events),
         "nominal_range_m": data.range_m,
         "rtos": [asdict(e) for e in expl],
     }
@@ -678,7 +737,7 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
 
 def analyze(run_dir: str | Path) -> tuple[RunData, list[Explanation], dict[str, Any]]:
     data = load_run(run_dir)
-    expl = explain_rtos(data.records, data.medium, data.rtos, data.reasons)
+    expl = explain_rtos(data.records, data.medium, data.rtos, data.reasons, data.link_events)
     return data, expl, report(data, expl)
 
 

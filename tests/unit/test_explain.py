@@ -29,7 +29,7 @@ from nodes.core.trace import (
     read_medium,
     read_records,
 )
-from testbed.explain import Conn, Rto, RunDirError, explain_rtos, load_run, rtos_from_series
+from testbed.explain import Conn, LinkEvent, Rto, RunDirError, explain_rtos, load_run, rtos_from_series
 from testbed.explain import main as explain_main
 from testbed.timeline import main as timeline_main
 
@@ -191,6 +191,18 @@ def test_scripted_partition_is_an_event_and_never_sent_is_no_route() -> None:
     held = [rec(1, 50, EV_ORIG, ip_id=99, seq=0), rec(1, 100, EV_ORIG), RETX]
     [e] = explain_rtos(held, [], [RTO], {})
     assert (e.cause, e.station) == ("no_route", 1)
+
+
+def test_channel_error_under_a_scripted_ber_is_an_event() -> None:
+    recs = [*first_copy(), rec(2, 104, EV_TX, peer=3), rec(2, 120, EV_TX_FAIL, peer=3, code=3), RETX]
+    [e] = explain_rtos(recs, [], [RTO], {})
+    assert e.cause == "channel_error"
+    ber = [LinkEvent(50 * MS, 3, 2, None, 1e-4)]
+    [e] = explain_rtos(recs, [], [RTO], {}, ber)
+    assert e.cause == "event" and "ber=0.0001" in e.detail
+    cleared = [*ber, LinkEvent(110 * MS, 2, 3, None, None)]
+    [e] = explain_rtos(recs, [], [RTO], {}, cleared)
+    assert e.cause == "channel_error"
 
 
 def test_no_retransmission_in_the_interval_is_unknown() -> None:
