@@ -103,6 +103,10 @@ which tcpi_total_rto grew (the sampler's time stamp is taken after the dump)."""
 CLOCK_SLACK_NS = 500_000_000
 """Runs before the runner's clock was aligned with the medium's epoch sampled tcp_info up to
 ~0.3 s late: with no retransmission in the interval, the last one this long before it is taken."""
+RACE_NS = 20_000_000
+"""An ACK that reached the sender's kernel this little before the RTO's retransmission left came
+as the timer expired (the kernel's timer runs on jiffies, and writes the retransmission to the TUN
+a few ms after expiry): a spurious RTO of an ACK delayed to the last moment."""
 MEDIUM_JOIN_NS = 50_000_000
 """A medium failure record matches a router's TX_FAIL of the same packet within this time."""
 FOLLOW_NS = 120_000_000_000
@@ -241,6 +245,11 @@ class TraceIndex:
                 if best is None or abs(m.t_ns - r.t_ns) < abs(best.t_ns - r.t_ns):
                     best = m
         return best
+
+
+def _seq_before(a: int, b: int) -> int:
+    """``a - b`` as a signed 32-bit difference (sequence numbers wrap, RFC 9293 section 3.4)."""
+    return ((a - b + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
 def _seq_end(r: TraceRecord) -> int:
@@ -406,6 +415,21 @@ def _last_fail_before(idx: TraceIndex, station: int, t_ns: int) -> TraceRecord |
     return None
 
 
+def _longest_wait(f: Fate) -> str:
+    """Where a delivered copy spent most of its time: the longest gap between two of its events."""
+    best = (0, f.path[0] if f.path else None, f.path[0] if f.path else None)
+    for a, b in zip(f.path, f.path[1:], strict=False):
+        if b.t_ns - a.t_ns > best[0]:
+            best = (b.t_ns - a.t_ns, a, b)
+    gap, a, b = best
+    if a is None or b is None:
+        return "no path recorded"
+    # the packet waits where its next event happens, unless that event is the reception (then it
+    # was in the sender's MAC)
+    where = a.station if b.ev == "rx" else b.station
+    return f"longest wait {gap / 1e6:.0f} ms at sta{where} (before its {b.ev})"
+
+
 def _describe(f: Fate) -> str:
     where = f"sta{f.station}" if f.station is not None else "?"
     s = f"{f.kind} {f.reason} at {where}"
@@ -438,9 +462,11 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
 
     if not orig:
         return result("unknown", None, None, "the sender's trace has no packet of this connection")
-    # the retransmission: the first segment in the interval whose sequence was already sent
+    # the retransmission: an RTO re-sends snd_una, the lowest unacknowledged sequence number, so
+    # of the segments re-sent in the interval it is the lowest (a tail loss probe re-sends the
+    # highest); the earliest copy of it there
     highest = -1
-    retx: TraceRecord | None = None
+    cands: list[TraceRecord] = []
     earlier: TraceRecord | None = None  # the last retransmission before the interval
     for r in orig:
         end = _seq_end(r)
@@ -448,12 +474,11 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
             break
         if end > r.seq and r.seq < highest:
             if r.t_ns > rto.t_lo_ns - RETX_SLACK_NS:
-                retx = r
-                break
-            if r.t_ns > rto.t_lo_ns - CLOCK_SLACK_NS:
+                cands.append(r)
+            elif r.t_ns > rto.t_lo_ns - CLOCK_SLACK_NS:
                 earlier = r
         highest = max(highest, end)
-    retx = retx or earlier
+    retx = min(cands, key=lambda r: (_seq_before(r.seq, cands[0].seq), r.t_ns)) if cands else earlier
     if retx is None:
         return result("unknown", None, None, "no retransmission at the sender in the RTO's interval")
     t_rto = retx.t_ns
@@ -465,25 +490,7 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
     fates = [follow(idx, r, "data", reasons) for r in prior]
     last = fates[-1]
     if last.delivered_ns is None:
-        # the copy the timer ran out on died (or arrived after the RTO)
-        late = [
-            f
-            for f in idx.by_key.get(
-                (prior[-1].src, prior[-1].dst, prior[-1].ip_id, conn.sport, conn.dport), []
-            )
-            if f.ev == EV_DELIVER and f.t_ns > t_rto
-        ]
-        if last.cause == "unknown" and late:
-            delay = (late[0].t_ns - last.sent_ns) / 1e6
-            return result(
-                "delayed",
-                "data",
-                None,
-                f"segment delivered {delay:.0f} ms after it was sent, "
-                f"{(late[0].t_ns - t_rto) / 1e6:.0f} ms after the RTO",
-                seq,
-                fates,
-            )
+        # the copy the timer ran out on died
         assert last.cause is not None
         return result(last.cause, "data", last.station, _describe(last), seq, fates)
     if last.delivered_ns > t_rto:
@@ -492,7 +499,7 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
             "data",
             None,
             f"segment delivered {(last.delivered_ns - last.sent_ns) / 1e6:.0f} ms "
-            f"after it was sent, {(last.delivered_ns - t_rto) / 1e6:.0f} ms after the RTO",
+            f"after it was sent, {(last.delivered_ns - t_rto) / 1e6:.0f} ms after the RTO; {_longest_wait(last)}",
             seq,
             fates,
         )
@@ -518,7 +525,20 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
                 "delayed",
                 "ack",
                 None,
-                f"ACK delivered {(first - t_rto) / 1e6:.0f} ms after the RTO",
+                f"ACK delivered {(first - t_rto) / 1e6:.0f} ms after the RTO; "
+                + _longest_wait(
+                    min((f for f in ack_fates if f.delivered_ns), key=lambda f: f.delivered_ns or 0)
+                ),
+                seq,
+                fates + ack_fates,
+            )
+        if t_rto - first <= RACE_NS:
+            return result(
+                "delayed",
+                "ack",
+                None,
+                f"ACK delivered {(t_rto - first) / 1e6:.1f} ms before the retransmission left: the timer "
+                "expired as the ACK arrived",
                 seq,
                 fates + ack_fates,
             )
