@@ -417,13 +417,11 @@ def _last_fail_before(idx: TraceIndex, station: int, t_ns: int) -> TraceRecord |
 
 def _longest_wait(f: Fate) -> str:
     """Where a delivered copy spent most of its time: the longest gap between two of its events."""
-    best = (0, f.path[0] if f.path else None, f.path[0] if f.path else None)
-    for a, b in zip(f.path, f.path[1:], strict=False):
-        if b.t_ns - a.t_ns > best[0]:
-            best = (b.t_ns - a.t_ns, a, b)
-    gap, a, b = best
-    if a is None or b is None:
+    if len(f.path) < 2:
         return "no path recorded"
+    gap, a, b = max(
+        ((y.t_ns - x.t_ns, x, y) for x, y in zip(f.path, f.path[1:], strict=False)), key=lambda g: g[0]
+    )
     # the packet waits where its next event happens, unless that event is the reception (then it
     # was in the sender's MAC)
     where = a.station if b.ev == "rx" else b.station
