@@ -424,8 +424,9 @@ def _longest_wait(f: Fate) -> str:
     )
     # the packet waits where its next event happens, unless that event is the reception (then it
     # was in the sender's MAC)
-    where = a.station if b.ev == "rx" else b.station
-    return f"longest wait {gap / 1e6:.0f} ms at sta{where} (before its {b.ev})"
+    if b.ev == "rx":
+        return f"longest wait {gap / 1e6:.0f} ms in sta{a.station}'s MAC, until sta{b.station} received it"
+    return f"longest wait {gap / 1e6:.0f} ms at sta{b.station} (before its {b.ev})"
 
 
 def _describe(f: Fate) -> str:

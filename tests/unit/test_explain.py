@@ -205,6 +205,48 @@ def test_channel_error_under_a_scripted_ber_is_an_event() -> None:
     assert e.cause == "channel_error"
 
 
+def delivered_with_ack(ack_at_ms: float) -> list[TraceRecord]:
+    """seq 1000 delivered to sta3 at 107 ms; its ACK delivered to sta1 at ``ack_at_ms``."""
+    a = {"ack": True, "ip_id": 5, "seq": 1, "ackno": SEQ + 1000}
+    return [
+        *first_copy(),
+        rec(2, 104, EV_TX, peer=3),
+        rec(2, 106, EV_TX_OK, peer=3),
+        rec(3, 106, EV_RX, peer=2),
+        rec(3, 107, EV_DELIVER),
+        rec(3, 110, EV_ORIG, **a),
+        rec(3, 111, EV_TX, peer=2, **a),
+        rec(2, ack_at_ms - 1, EV_RX, peer=3, **a),
+        rec(2, ack_at_ms - 0.5, EV_TX, peer=1, **a),
+        rec(1, ack_at_ms, EV_RX, peer=2, **a),
+        rec(1, ack_at_ms, EV_DELIVER, **a),
+    ]
+
+
+def test_ack_arriving_as_the_timer_expires_or_later_is_a_spurious_rto() -> None:
+    [e] = explain_rtos([*delivered_with_ack(395), RETX], [], [RTO], {})
+    assert (e.cause, e.direction) == ("delayed", "ack") and "5.0 ms before the retransmission" in e.detail
+    [e] = explain_rtos([*delivered_with_ack(430), RETX], [], [RTO], {})
+    assert (e.cause, e.direction) == ("delayed", "ack") and "ACK delivered 30 ms after the RTO" in e.detail
+    assert "longest wait 318 ms in sta3's MAC, until sta2 received it" in e.detail
+    [e] = explain_rtos([*delivered_with_ack(200), RETX], [], [RTO], {})
+    assert e.cause == "unknown"  # an ACK long before the RTO: not what the trace can explain
+
+
+def test_the_rto_retransmission_is_the_lowest_sequence_resent() -> None:
+    probe = rec(1, 380, EV_ORIG, ip_id=6, seq=0)  # a tail-loss-probe-like re-send of an earlier seq
+    recs = [
+        rec(1, 50, EV_ORIG, ip_id=99, seq=0),
+        rec(1, 60, EV_ORIG, ip_id=98, seq=500, length=500),
+        *first_copy()[1:],
+        rec(1, 390, EV_ORIG, ip_id=8, seq=500, length=500),
+        probe,
+        RETX,
+    ]
+    [e] = explain_rtos(recs, [], [RTO], {})
+    assert e.seq == 0  # the lowest re-sent in the interval, though not the first
+
+
 def test_no_retransmission_in_the_interval_is_unknown() -> None:
     recs = first_copy()
     [e] = explain_rtos(recs, [], [RTO], {})
