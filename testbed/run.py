@@ -19,6 +19,7 @@ Lifecycle of a ``Testbed`` (docs/orchestrator.md):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -98,6 +99,7 @@ def router_config(
         ],
         "ifq_len": sc.routing.ifq_len,
         "promiscuous": sc.routing.promiscuous,
+        "trace": sc.routing.trace,
         "out_dir": str(out_dir),
     }
     if wired is not None:
@@ -365,6 +367,12 @@ class Testbed:
         self.control.wait_ready(
             10.0, alive=lambda: self.medium_proc is not None and self.medium_proc.poll() is None
         )
+        # run time 0 is the medium's epoch (its start, which the routers' clocks share), not the
+        # Popen above: align the runner's clock (tcp_info series, flow starts) with it
+        t_ask = time.monotonic()
+        with contextlib.suppress(OSError, MediumError, ValueError, KeyError, TypeError):
+            reply = self.medium("positions")
+            self.t0 = (t_ask + time.monotonic()) / 2 - int(reply["t_ns"]) / 1e9
         self.timings["medium_s"] = time.monotonic() - t_start
 
         # the zygote and the routers
@@ -769,8 +777,31 @@ class Testbed:
         mc = read_json(res.dir / "medium" / "counters.json")
         if mc is not None:
             res.summary["medium_counters"] = "medium/counters.json"
+        if res.summary.get("complete"):
+            self._explain_timeouts()
         res.summary["teardown_at"] = time.time()
         res.save_summary()
+
+    def _explain_timeouts(self) -> None:
+        """A cause for every TCP timeout (testbed.explain): ``explain.json`` and the summary's
+        ``timeouts_by_cause``; a run without a trace (routing.trace off) gets its reason."""
+        from testbed import explain
+
+        assert self.results is not None
+        res = self.results
+        try:
+            data, expl, rep = explain.analyze(res.dir)
+        except explain.RunDirError as exc:
+            res.summary["timeouts_by_cause"] = None
+            res.summary["explain_error"] = str(exc)
+            return
+        except Exception as exc:  # an analysis bug must not lose the run's summary
+            res.summary["timeouts_by_cause"] = None
+            res.summary["explain_error"] = f"testbed.explain failed: {exc!r}"
+            return
+        explain.write_report(res.dir, rep)
+        res.summary["timeouts_by_cause"] = rep["by_cause"]
+        res.summary["explain"] = "explain.json"
 
 
 FALSE_FAILURE_CAUSES = ("collision", "channel_error")
@@ -884,6 +915,12 @@ def print_table(summary: dict[str, Any]) -> None:
     c = Console()
     c.print(t)
     c.print(f"routing packets: {summary.get('routing_packets')}   duration: {summary.get('duration_s')} s")
+    by_cause = summary.get("timeouts_by_cause")
+    if by_cause:
+        causes = ", ".join(f"{k} {v}" for k, v in by_cause.items())
+        c.print(f"TCP timeouts by cause: {causes}   (python3 -m testbed.explain <run dir> for each one)")
+    elif summary.get("explain_error"):
+        c.print(f"TCP timeouts not explained: {summary['explain_error']}")
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

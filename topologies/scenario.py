@@ -265,6 +265,9 @@ class Routing(_Model):
     routes: Literal["auto"] | dict[int, dict[int, int]] = "auto"
     promiscuous: StrictBool = False
     ifq_len: PositiveInt = 50
+    #: the routers' per-packet trace (docs/explain.md): "auto" = on unless the native fast path
+    #: forwards (static routes), "on" (the fast path steps aside), "off".
+    trace: Literal["auto", "on", "off"] = "auto"
 
 
 class TcpSettings(_Model):

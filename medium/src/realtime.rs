@@ -602,6 +602,7 @@ impl Driver {
             }
             let mut f = std::fs::File::create(&p).map_err(|e| format!("{p}: {e}"))?;
             f.write_all(serde_json::to_string_pretty(&c).unwrap().as_bytes()).map_err(|e| e.to_string())?;
+            write_trace(&self.m, &p)?;
         }
         if let Some(s) = &self.cfg.socket {
             let _ = std::fs::remove_file(s);
@@ -611,4 +612,11 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+/// Write the medium's failed-frame trace next to `counters_path` (`trace.bin`; docs/medium.md).
+pub fn write_trace(m: &Medium, counters_path: &str) -> Result<(), String> {
+    let dir = Path::new(counters_path).parent().unwrap_or(Path::new("."));
+    let p = dir.join("trace.bin");
+    std::fs::write(&p, m.trace_bytes()).map_err(|e| format!("{}: {e}", p.display()))
 }

@@ -37,6 +37,8 @@ from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
 from nodes.core.ipip import IPPROTO_IPIP, WiredRoute, decapsulate, encapsulate
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
+from nodes.core.trace import MAGIC as TRACE_MAGIC
+from nodes.core.trace import Tracer
 from nodes.formats import medium as wire
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
@@ -72,6 +74,7 @@ KNOWN_KEYS = frozenset(
         "fastpath",
         "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
         "wired",  # the wired segment behind a gateway station: IP-in-IP (nodes/core/ipip.py)
+        "trace",  # per-packet trace (nodes/core/trace.py, docs/explain.md)
     }
 )
 _RX_UNPACK = wire.RX_ST.unpack_from
@@ -92,6 +95,10 @@ RX_BATCH = 64
 RECV_SIZE = 65536
 MIRROR_MODES = ("always", "auto", "off")
 """``mirror`` config: write mirror frames always, only while something captures, or never."""
+TRACE_MODES = ("auto", "on", "off")
+"""``trace`` config: the per-packet trace ``sta<N>.trace.bin`` (nodes/core/trace.py). ``auto``
+(default): on, unless the native fast path runs (static routes): the packets it forwards never
+reach Python, so the trace steps aside for it; ``on``: always (the fast path steps aside)."""
 CAPTURE_CHECK_NS = 200_000_000
 """``auto`` mirror: how old the answer to "is anyone capturing?" may be (docs/router.md)."""
 PACKET_SOCKETS = "/proc/net/packet"
@@ -126,6 +133,15 @@ def mirror_config(value: Any) -> tuple[str, int, int]:
     return str(mode), freq, rate
 
 
+def trace_mode(value: Any) -> str:
+    """``"auto"`` | ``"on"`` | ``"off"`` of the ``trace`` config key (booleans: on/off)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value not in TRACE_MODES:
+        raise ConfigError(f"router config: trace must be one of {TRACE_MODES} or a boolean, got {value!r}")
+    return str(value)
+
+
 def _check_config(config: Mapping[str, Any]) -> None:
     missing = [k for k in REQUIRED_KEYS if k not in config]
     if missing:
@@ -154,6 +170,10 @@ class Router:
         wired = config.get("wired")
         self.wired: WiredRoute | None = None if wired is None else WiredRoute.from_config(wired)
         self._ipip_ident = 0
+        self.trace_mode = trace_mode(config.get("trace", "auto"))
+        self.trace_path = os.path.join(self.out_dir, f"sta{self.station}.trace.bin")
+        self.trace_off_reason: str | None = "off in the router config" if self.trace_mode == "off" else None
+        self.tracer: Tracer | None = None
         self.capture_check_interval_ns = CAPTURE_CHECK_NS
 
         self.io: Counter[str] = Counter()
@@ -269,6 +289,10 @@ class Router:
 
             attach(self, tcpctl)  # ctx.endpoint, rt.endpoint; inside the station's netns
         self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
+        if self.trace_mode != "off":
+            self.tracer = self.rt.tracer = Tracer()
+            with open(self.trace_path, "wb") as f:
+                f.write(TRACE_MAGIC)
         default_power = self.welcome.default_tx_power_dbm if self.welcome else math.nan
         if self.mirror_enabled and self.tap_fd >= 0:
             self.mirror = Mirror(self.station, self.freq_mhz, self.rate, default_power)
@@ -569,9 +593,21 @@ class Router:
             assert self.loop is not None
             self._timer = self.loop.call_at_ns(t + self._epoch_ns, self._on_timer)
 
+    def flush_trace(self) -> None:
+        """Append the trace records collected since the last flush to ``sta<N>.trace.bin``."""
+        tr = self.tracer
+        if tr is None or not tr.buf:
+            return
+        try:
+            with open(self.trace_path, "ab") as f:
+                f.write(tr.take())
+        except OSError as exc:
+            self.log.warning("cannot write %s: %s", self.trace_path, exc)
+
     def _periodic_counters(self) -> None:
         assert self.loop is not None
         if self._activity != self._written_activity:
+            self.flush_trace()
             self.write_counters()
         self.loop.call_later(self.counters_interval_s, self._periodic_counters)
 
@@ -651,6 +687,12 @@ class Router:
             out["fastpath"] = {"on": True, **fp.stats()}
         else:
             out["fastpath"] = {"on": False, "reason": self.fastpath_off_reason}
+        tr = self.tracer
+        if tr is not None:
+            out["trace"] = {"on": True, "file": os.path.basename(self.trace_path), "records": tr.records,
+                            "reasons": tr.reasons}
+        else:
+            out["trace"] = {"on": False, "reason": self.trace_off_reason}
         if self.protocol is not None:
             try:
                 out["protocol"] = {"name": self.protocol.name, "state": self.protocol.state()}
@@ -720,6 +762,8 @@ class Router:
     def start_fastpath(self, loop: EpollLoop) -> None:
         """Wait with the native fast path if it can run here (nodes/router/fastpath.py)."""
         reason = "fastpath: off" if self.fastpath_mode == "off" else why_not(self)
+        if reason is None and self.trace_mode == "on":
+            reason = "trace: on (the trace sees only packets that go through Python)"
         lib = None
         if reason is None:
             lib = load_library()
@@ -730,6 +774,13 @@ class Router:
             self.log.info("fast path off: %s", reason)
             return
         self.fastpath = FastPath(lib, self, loop.fileno(), loop.poll)
+        if self.tracer is not None and self.rt is not None:  # trace: auto
+            self.tracer = self.rt.tracer = None
+            self.trace_off_reason = "the native fast path forwards (static routes); set routing.trace: on"
+            try:
+                os.unlink(self.trace_path)
+            except OSError:
+                pass
         loop.set_poller(self.fastpath.poll)
         self.log.info("fast path on (static routes, native forwarding)")
 
@@ -802,6 +853,7 @@ def run(config: Mapping[str, Any]) -> int:
         log.exception("station %d: router crashed", station)
         code = EXIT_ERROR
     finally:
+        router.flush_trace()
         router.write_counters()
         router.close()
     log.info("station %d stopped (exit %d)", station, code)
