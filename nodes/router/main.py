@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import random
+import resource
 import signal
 import socket
 import time
@@ -39,7 +40,7 @@ from nodes.core.runtime import NodeRuntime
 from nodes.formats import medium as wire
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
-from nodes.router.loop import EpollLoop, TimerHandle
+from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
 
 EXIT_OK = 0
 """Stopped by SIGTERM/SIGINT."""
@@ -56,7 +57,7 @@ KNOWN_KEYS = frozenset(
         "run_id", "station_id", "n_stations", "seed", "medium_socket", "protocol", "extensions",
         "ifq_len", "promiscuous", "out_dir",
         # optional, router-only (docs/router.md)
-        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s", "fastpath",
+        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s", "lag_probe_interval_s", "fastpath",
         "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
     }
 )
@@ -80,6 +81,11 @@ MIRROR_MODES = ("always", "auto", "off")
 """``mirror`` config: write mirror frames always, only while something captures, or never."""
 CAPTURE_CHECK_NS = 200_000_000
 """``auto`` mirror: how old the answer to "is anyone capturing?" may be (docs/router.md)."""
+LAG_PROBE_INTERVAL_S = 0.2
+"""Period of the loop-lag probe: a no-op timer whose lateness samples the event loop's lag
+(``loop_lag`` in the counters) even when the protocol sets no timers (static routing with the
+fast path). 5 wake-ups per second: ~0.01 % of a core per station; a stall of D ms is sampled with
+probability ~D/200 ms (always from 200 ms). ``lag_probe_interval_s: 0`` in the config turns it off."""
 PACKET_SOCKETS = "/proc/net/packet"
 _NEVER = 1 << 62
 RNG_STATION_STRIDE = 1_000_003
@@ -132,6 +138,7 @@ class Router:
         self.out_dir: str = str(config["out_dir"])
         self.counters_path = os.path.join(self.out_dir, f"sta{self.station}.counters.json")
         self.counters_interval_s = float(config.get("counters_interval_s", 1.0))
+        self.lag_probe_interval_s = float(config.get("lag_probe_interval_s", LAG_PROBE_INTERVAL_S))
         self.mirror_mode, self.freq_mhz, self.rate = mirror_config(config.get("mirror", "auto"))
         self.mirror_enabled = self.mirror_mode != "off"
         self.fastpath_mode = fastpath_mode(config.get("fastpath"))
@@ -162,6 +169,7 @@ class Router:
         self.extensions: list[object] = []
         self.rt: NodeRuntime | None = None
         self.loop: EpollLoop | None = None
+        self._loop_lag: LagHistogram | None = None  # the serving loop's, kept after it closes
         self._timer: TimerHandle | None = None
         self._timer_at: int | None = None
         self._activity = 0
@@ -511,6 +519,11 @@ class Router:
             assert self.loop is not None
             self._timer = self.loop.call_at_ns(t + self._epoch_ns, self._on_timer)
 
+    def _lag_probe(self) -> None:
+        """Nothing but being a timer: its lateness goes into the loop's lag histogram."""
+        assert self.loop is not None
+        self.loop.call_later(self.lag_probe_interval_s, self._lag_probe)
+
     def _periodic_counters(self) -> None:
         assert self.loop is not None
         if self._activity != self._written_activity:
@@ -570,6 +583,10 @@ class Router:
             "io": {"medium_rx": self.n_medium_rx, "medium_tx": self.n_medium_tx, "tun_rx": self.n_tun_rx,
                    **self.io},
         }
+        if self._loop_lag is not None:
+            out["loop_lag"] = self._loop_lag.to_dict()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        out["rusage"] = {"utime_s": ru.ru_utime, "stime_s": ru.ru_stime}
         if ctx is not None:
             out["counters"] = ctx.counters.to_dict()
             out["counters"]["malformed"].update({k[10:]: v for k, v in self.io.items() if k.startswith("malformed_")})
@@ -614,6 +631,7 @@ class Router:
         own = loop is None and self.loop is None
         loop = loop or self.loop or EpollLoop()
         self.loop = loop
+        self._loop_lag = loop.lag
         assert self.sock is not None and self.rt is not None
         fds = [self.sock.fileno(), self.tun_fd, self.tap_fd]
         try:
@@ -632,6 +650,8 @@ class Router:
             self.start_fastpath(loop)
             self.write_counters()
             loop.call_later(self.counters_interval_s, self._periodic_counters)
+            if self.lag_probe_interval_s > 0:
+                loop.call_later(self.lag_probe_interval_s, self._lag_probe)
             self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
             code = loop.run()
         finally:

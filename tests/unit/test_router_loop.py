@@ -7,7 +7,7 @@ import signal
 import socket
 import time
 
-from nodes.router.loop import EpollLoop
+from nodes.router.loop import EpollLoop, LagHistogram
 
 
 def test_timers_fire_in_order_and_cancelled_ones_do_not() -> None:
@@ -81,3 +81,34 @@ def test_many_cancelled_timers_are_compacted() -> None:
         loop.call_at_ns(far + i, lambda: None).cancel()
     assert len(loop._heap) < 200
     loop.close()
+
+
+def test_lag_histogram_quantiles_and_late_counts() -> None:
+    h = LagHistogram()
+    for _ in range(97):
+        h.record(300_000)  # 0.3 ms: bucket 3
+    h.record(1_500_000)
+    h.record(7_000_000)
+    h.record(250_000_000)  # beyond the last bucket: counted there, exact maximum
+    d = h.to_dict()
+    assert d["count"] == 100
+    assert d["p50_ns"] == 400_000  # upper edge of the 0.3-0.4 ms bucket
+    assert d["p99_ns"] == 7_100_000
+    assert d["max_ns"] == 250_000_000
+    assert d["late"] == {"1000000": 3, "2000000": 2, "5000000": 2, "10000000": 1, "50000000": 1}
+    assert LagHistogram().to_dict()["p99_ns"] == 0
+
+
+def test_a_timer_run_late_is_recorded_as_lag() -> None:
+    """A callback that blocks the loop for 60 ms makes the timer due meanwhile ~45 ms late."""
+    loop = EpollLoop()
+    now = loop.time_ns()
+    loop.call_at_ns(now + 5_000_000, time.sleep, 0.06)
+    loop.call_at_ns(now + 20_000_000, lambda: None)  # due while the sleep holds the loop
+    loop.call_at_ns(now + 120_000_000, loop.stop, 0)
+    loop.run()
+    loop.close()
+    lag = loop.lag
+    assert lag.count == 3
+    assert lag.max_ns >= 30_000_000
+    assert lag.count_at_least(10_000_000) >= 1
