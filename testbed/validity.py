@@ -36,31 +36,40 @@ class Thresholds:
     """Limits beyond which a run is invalid. Each is justified in docs/orchestrator.md,
     "Run validity", by how far a lag or load of that size moves TCP throughput on the chain."""
 
-    medium_lag_p99_ms: float = 1.0
-    """The medium's event lag, 99th percentile. Unloaded (chain5, 0 hogs) it is 0.02-0.15 ms, and
-    0.1-0.2 ms with 4 CPU hogs (the medium runs SCHED_FIFO); throughput stays within noise up to
-    periodic 5 ms stalls, whose p99 is still below 1 ms: 1 ms is a conservative bound that only a
-    host in trouble reaches (docs/medium.md's target for the lag p99 too)."""
+    medium_lag_p99_ms: float = 2.0
+    """The medium's event lag, 99th percentile. In the study, runs whose throughput stayed within
+    the noise (no load, 1-4 CPU hogs, medium stalls of 1 and 5 ms every second) had 0.12-0.79 ms;
+    20 ms stalls every second, the first condition to move throughput (-1.4 % and -1.7 %, at the
+    edge of the noise), 4.9-6.9 ms; 100 ms stalls (-8.5 % and -9.2 %) 77-87 ms. 2 ms lies between
+    the healthy runs and the first measurable effect."""
 
-    medium_lag_max_ms: float = 20.0
-    """The medium's worst event lag. 20 ms stalls every second already move the chain's
-    throughput by more than the noise (see the table), 5 ms ones do not."""
+    medium_lag_max_ms: float = 50.0
+    """The medium's worst event lag. Healthy runs: 1.6-15 ms (one event; the host is shared);
+    20 ms stalls: 25-29 ms (throughput within noise); 100 ms stalls: 101-104 ms (-9 %)."""
 
-    medium_late_ms: float = 1.0
+    medium_late_ms: float = 10.0
     """Lag from which an event counts as late for ``medium_late_share`` (one of
-    ``MEDIUM_LATE_THRESHOLDS_MS``)."""
+    ``MEDIUM_LATE_THRESHOLDS_MS``). At 10 ms the healthy runs and the stalled ones separate best
+    (at 1 ms an unloaded run had 0.77 % late events and a 100 ms-stall run 1.1 %)."""
 
-    medium_late_share: float = 0.001
-    """Share of the medium's events at least ``medium_late_ms`` late. Unloaded runs have
-    none; 1 ms stalls every second make ~0.1 % of events late at no measurable cost."""
+    medium_late_share: float = 0.005
+    """Share of the medium's events at least ``medium_late_ms`` late. Healthy runs: 0-0.084 %;
+    20 ms stalls every second: 0.78-0.87 %; 100 ms stalls: 1.0-1.3 % (the medium's events are
+    clocked by the traffic, which a stall also stops, so the share stays small even then)."""
 
-    router_lag_p99_ms: float = 5.0
-    """The routers' event-loop timer lateness, 99th percentile, worst station. ``epoll_wait``'s
-    millisecond rounding alone makes it up to ~1 ms; with 4 nice-0 CPU hogs it reaches a few ms
-    without moving throughput measurably."""
+    router_lag_p99_ms: float = 50.0
+    """The routers' event-loop timer lateness, 99th percentile, worst station (sampled by every
+    timer and by a jittered probe every ~0.2 s). ``epoll_wait``'s millisecond rounding alone
+    makes ~1 ms; on the shared 2-core host the runs of the study whose throughput stayed within
+    the noise had 3-49 ms (1-4 CPU hogs delay the routers' wake-ups without moving the chain's
+    throughput: it is limited by the air). A run during heavy load from other sessions had 72 ms
+    and lost 7 % of its throughput; the relay sta3 stopped for 100 ms every second gives ~90 ms.
+    50 ms is at the top of the harmless range."""
 
-    router_lag_max_ms: float = 50.0
-    """The routers' worst timer lateness, worst station."""
+    router_lag_max_ms: float = 200.0
+    """The routers' worst timer lateness, worst station. Healthy runs: up to 154 ms. A router
+    frozen longer than Linux's minimum RTO (200 ms, ``TCP_RTO_MIN``) can fire a spurious RTO at
+    an endpoint, and RTO counts are what the papers measure."""
 
     tun_drops: int = 0
     """Packets the kernel dropped on a station's TUN (tx: the router did not read them in time;

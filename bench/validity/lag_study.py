@@ -7,7 +7,8 @@ same chain without the window cap) under conditions:
 - ``base``: nothing added (repeated, for the run-to-run noise);
 - ``hogN``: N CPU hogs (``sh -c 'while :; do :; done'``, same niceness as this script) for the
   whole run;
-- ``stallD``: the medium stopped with SIGSTOP for D ms every second (SIGCONT after D ms).
+- ``stallD``: the medium stopped with SIGSTOP for D ms every second (SIGCONT after D ms);
+- ``rstallD``: the same for the router of the chain's middle station (sta3), a relay.
 
 Each run's summary.json gives throughput, the validity measurements (medium and router lag,
 late share, drops, host CPU saturation, PSI cpu pressure); one JSON line per run goes to
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from testbed.run import Testbed  # noqa: E402
+from testbed.validity import (  # noqa: E402
+    DEFAULT_THRESHOLDS,
+    Measurements,
+    Thresholds,
+    Validity,
+    judge,
+    medium_lag,
+)
 
 OUT = ROOT / "results" / "validity-study" / "study.jsonl"
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -76,6 +86,11 @@ def run_one(scenario: str, variant: str, condition: str, seed: int) -> dict[str,
             if condition.startswith("stall"):
                 assert tb.medium_proc is not None
                 staller = Staller(tb.medium_proc.pid, float(condition[5:]))
+            elif condition.startswith("rstall"):
+                relay = tb.station(3).router_pid
+                assert relay is not None
+                staller = Staller(relay, float(condition[6:]))
+            if staller is not None:
                 staller.start()
             tb.run()
             if staller is not None:
@@ -101,33 +116,50 @@ def run_one(scenario: str, variant: str, condition: str, seed: int) -> dict[str,
     }
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+def _late_share(row: dict[str, Any], late_ms: float, root: Path) -> float | None:
+    """The share of medium events >= ``late_ms`` late, from the run's medium counters."""
+    try:
+        counters = json.loads((root / row["run_id"] / "medium" / "counters.json").read_text())
+    except (OSError, ValueError):
+        return None
+    ml = medium_lag(counters, late_ms)
+    return None if ml is None else ml.late_share
+
+
+def rejudge(row: dict[str, Any], root: Path, t: Thresholds = DEFAULT_THRESHOLDS) -> Validity:
+    """The run's verdict under ``t`` (the stored one used the thresholds of its day)."""
+    names = {f.name for f in fields(Measurements)}
+    m = Measurements(**{k: v for k, v in row.items() if k in names})
+    return judge(replace(m, medium_late_share=_late_share(row, t.medium_late_ms, root)), t)
+
+
+def table(rows: list[dict[str, Any]], root: Path) -> str:
+    """One line per run; "vs base" against the mean of the variant's base runs; "valid" under
+    the current default thresholds (the reasons abbreviated to the signals' names)."""
+    t = DEFAULT_THRESHOLDS
     out = [
-        "| chain | condition | runs | throughput kbit/s | vs base | medium lag p99 / max ms | late share >= 1 ms "
-        "| router lag p99 / max ms | host saturated | PSI cpu some | valid |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| chain | condition | throughput kbit/s | vs base | medium lag p99 / max ms "
+        f"| late >= {t.medium_late_ms:g} ms | router lag p99 / max ms | host saturated | PSI cpu some "
+        "| valid (today's thresholds) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant in dict.fromkeys(r["variant"] for r in rows):
         vr = [r for r in rows if r["variant"] == variant]
         base = [r["throughput_bps"] for r in vr if r["condition"] == "base" and r["throughput_bps"]]
         b = statistics.mean(base) if base else None
-        for cond in dict.fromkeys(r["condition"] for r in vr):
-            cr = [r for r in vr if r["condition"] == cond]
-            thr = [r["throughput_bps"] or 0.0 for r in cr]
-            m = statistics.mean(thr)
-            spread = f" ({min(thr) / 1e3:.0f}-{max(thr) / 1e3:.0f})" if len(thr) > 1 else ""
-
-            def worst(k: str, cr: list[dict[str, Any]] = cr) -> float:
-                return max(float(r[k] or 0.0) for r in cr)
-
+        for r in sorted(vr, key=lambda r: r["condition"] != "base"):
+            thr = float(r["throughput_bps"] or 0.0)
+            v = rejudge(r, root, t)
+            late = _late_share(r, t.medium_late_ms, root)
+            why = ", ".join(dict.fromkeys(" ".join(x.split()[:3]) for x in v.reasons))
             out.append(
-                f"| {variant} | {cond} | {len(cr)} | {m / 1e3:.0f}{spread} | "
-                + (f"{100 * (m / b - 1):+.1f} %" if b else "-")
-                + f" | {worst('medium_lag_p99_ms'):.2f} / {worst('medium_lag_max_ms'):.1f}"
-                + f" | {100 * worst('medium_late_share'):.2f} %"
-                + f" | {worst('router_lag_p99_ms'):.1f} / {worst('router_lag_max_ms'):.1f}"
-                + f" | {100 * worst('host_cpu_busy_share'):.0f} % | {100 * worst('cpu_pressure_share'):.0f} %"
-                + f" | {sum(bool(r['valid']) for r in cr)}/{len(cr)} |"
+                f"| {variant} | {r['condition']} | {thr / 1e3:.0f} | "
+                + (f"{100 * (thr / b - 1):+.1f} %" if b else "-")
+                + f" | {r['medium_lag_p99_ms']:.2f} / {r['medium_lag_max_ms']:.1f}"
+                + (" | - " if late is None else f" | {100 * late:.3f} %")
+                + f" | {r['router_lag_p99_ms']:.1f} / {r['router_lag_max_ms']:.0f}"
+                + f" | {100 * (r['host_cpu_busy_share'] or 0):.0f} % | {100 * (r['cpu_pressure_share'] or 0):.0f} %"
+                + f" | {'yes' if v.valid else 'no: ' + why} |"
             )
     return "\n".join(out)
 
@@ -157,7 +189,7 @@ def main() -> int:
                     flush=True,
                 )
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    print(table(rows))
+    print(table(rows, out.parent))
     return 0
 
 

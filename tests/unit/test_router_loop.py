@@ -7,6 +7,8 @@ import signal
 import socket
 import time
 
+import pytest
+
 from nodes.router.loop import EpollLoop, LagHistogram
 
 
@@ -99,16 +101,23 @@ def test_lag_histogram_quantiles_and_late_counts() -> None:
     assert LagHistogram().to_dict()["p99_ns"] == 0
 
 
-def test_a_timer_run_late_is_recorded_as_lag() -> None:
-    """A callback that blocks the loop for 60 ms makes the timer due meanwhile ~45 ms late."""
+def test_a_timer_run_late_is_recorded_as_lag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop runs due timers at its clock's now; each one's lateness is now - when_ns (exact)."""
+    import nodes.router.loop as loop_mod
+
     loop = EpollLoop()
-    now = loop.time_ns()
-    loop.call_at_ns(now + 5_000_000, time.sleep, 0.06)
-    loop.call_at_ns(now + 20_000_000, lambda: None)  # due while the sleep holds the loop
-    loop.call_at_ns(now + 120_000_000, loop.stop, 0)
-    loop.run()
+    fired: list[str] = []
+    loop.call_at_ns(1_000_000_000, fired.append, "a")
+    loop.call_at_ns(1_030_000_000, fired.append, "b")
+    loop.call_at_ns(1_045_000_000, fired.append, "c").cancel()  # cancelled: no sample
+    loop.call_at_ns(2_000_000_000, fired.append, "later")  # not due
+    monkeypatch.setattr(loop_mod, "_monotonic_ns", lambda: 1_050_000_000)
+    loop._run_timers()
     loop.close()
+    assert fired == ["a", "b"]
     lag = loop.lag
-    assert lag.count == 3
-    assert lag.max_ns >= 30_000_000
-    assert lag.count_at_least(10_000_000) >= 1
+    assert lag.count == 2
+    assert lag.max_ns == 50_000_000
+    assert lag.count_at_least(20_000_000) == 2
+    assert lag.count_at_least(50_000_000) == 1
+    assert lag.to_dict()["p50_ns"] == 20_100_000  # upper edge of the 20.0-20.1 ms bucket
