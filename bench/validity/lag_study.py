@@ -17,6 +17,9 @@ late share, drops, host CPU saturation, PSI cpu pressure); one JSON line per run
     nice -n 5 python3 bench/validity/lag_study.py                    # all conditions, both chains
     nice -n 5 python3 bench/validity/lag_study.py --conditions base hog4 stall20 --variants cap
     python3 bench/validity/lag_study.py --table                      # the table of what is stored
+    python3 bench/validity/lag_study.py --table --out bench/validity/study-2026-11-24.jsonl
+
+``study-2026-11-24.jsonl`` is the study in docs/orchestrator.md ("Run validity"), kept in git.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ def run_one(scenario: str, variant: str, condition: str, seed: int) -> dict[str,
                 staller.halt.set()
                 staller.join()
         summary = json.loads((tb.dir / "summary.json").read_text())
+        medium = json.loads((tb.dir / "medium" / "counters.json").read_text())
     finally:
         for h in hogs:
             h.kill()
@@ -113,15 +117,20 @@ def run_one(scenario: str, variant: str, condition: str, seed: int) -> dict[str,
         "tcp_timeouts": flow.get("tcp_timeouts"),
         "valid": summary["valid"],
         **{k: v[k] for k in v if k != "thresholds"},
+        "medium_lag": {k: medium["lag"][k] for k in ("count", "p50_ns", "p99_ns", "max_ns", "late")},
     }
 
 
 def _late_share(row: dict[str, Any], late_ms: float, root: Path) -> float | None:
-    """The share of medium events >= ``late_ms`` late, from the run's medium counters."""
-    try:
-        counters = json.loads((root / row["run_id"] / "medium" / "counters.json").read_text())
-    except (OSError, ValueError):
-        return None
+    """The share of medium events >= ``late_ms`` late (the row's copy of the medium's ``lag``, or
+    the run's medium counters)."""
+    if "medium_lag" in row:
+        counters = {"lag": row["medium_lag"]}
+    else:
+        try:
+            counters = json.loads((root / row["run_id"] / "medium" / "counters.json").read_text())
+        except (OSError, ValueError):
+            return None
     ml = medium_lag(counters, late_ms)
     return None if ml is None else ml.late_share
 

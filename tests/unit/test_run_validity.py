@@ -193,3 +193,12 @@ def test_proc_stat_and_psi_parsers() -> None:
     psi = "some avg10=3.14 avg60=17.30 avg300=14.18 total=71598637\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
     assert psi_some_total_us(psi) == 71598637
     assert psi_some_total_us("") is None
+
+
+def test_the_printed_line_says_yes_or_the_reasons() -> None:
+    from testbed.run import validity_line
+
+    assert validity_line({"valid": True, "validity": {"reasons": []}}) == "valid: yes"
+    bad = {"valid": False, "validity": {"reasons": ["medium lag p99 2.31 ms > 2.00 ms", "TUN drops 3 > 0"]}}
+    assert validity_line(bad) == "valid: NO (medium lag p99 2.31 ms > 2.00 ms; TUN drops 3 > 0)"
+    assert validity_line({"complete": False}) == "valid: unknown (not judged)"
