@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -318,9 +318,18 @@ class HostSampler:
     CPUs were on average at least ``busy_level`` busy (with 2 cores: both saturated).
     ``pressure_share``: the PSI cpu "some" stall time over the wall time between start and stop."""
 
-    def __init__(self, interval_s: float = 0.5, busy_level: float = 0.95) -> None:
+    def __init__(
+        self,
+        interval_s: float = 0.5,
+        busy_level: float = 0.95,
+        *,
+        read: Callable[[str], str | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.interval_s = interval_s
         self.busy_level = busy_level
+        self._read = read or _read  # seams for tests: /proc reader and clock
+        self._clock = clock
         self.busy_s = 0.0
         self.sampled_s = 0.0
         self.wall_s = 0.0
@@ -331,24 +340,24 @@ class HostSampler:
         self._psi0: int | None = None
 
     def start(self) -> HostSampler:
-        self._t0 = time.monotonic()
-        self._psi0 = psi_some_total_us(_read("/proc/pressure/cpu") or "")
+        self._t0 = self._clock()
+        self._psi0 = psi_some_total_us(self._read("/proc/pressure/cpu") or "")
         self._thread = threading.Thread(target=self._loop, name="host-sampler", daemon=True)
         self._thread.start()
         return self
 
     def _loop(self) -> None:
-        text = _read("/proc/stat")
+        text = self._read("/proc/stat")
         if text is None:
             return
         busy0, total0 = cpu_times(text)
-        t0 = time.monotonic()
+        t0 = self._clock()
         while not self._stop.wait(self.interval_s):
-            text = _read("/proc/stat")
+            text = self._read("/proc/stat")
             if text is None:
                 return
             busy, total = cpu_times(text)
-            t = time.monotonic()
+            t = self._clock()
             if total > total0:
                 if (busy - busy0) / (total - total0) >= self.busy_level:
                     self.busy_s += t - t0
@@ -362,8 +371,8 @@ class HostSampler:
         self._stop.set()
         self._thread.join(2.0)
         self._thread = None
-        self.wall_s = time.monotonic() - self._t0
-        psi1 = psi_some_total_us(_read("/proc/pressure/cpu") or "")
+        self.wall_s = self._clock() - self._t0
+        psi1 = psi_some_total_us(self._read("/proc/pressure/cpu") or "")
         if self._psi0 is not None and psi1 is not None and self.wall_s > 0:
             self.pressure_share = (psi1 - self._psi0) / 1e6 / self.wall_s
 

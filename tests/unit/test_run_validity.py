@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from testbed.validity import (
+    HostSampler,
     Measurements,
     Thresholds,
     cpu_times,
@@ -202,3 +205,36 @@ def test_the_printed_line_says_yes_or_the_reasons() -> None:
     bad = {"valid": False, "validity": {"reasons": ["medium lag p99 2.31 ms > 2.00 ms", "TUN drops 3 > 0"]}}
     assert validity_line(bad) == "valid: NO (medium lag p99 2.31 ms > 2.00 ms; TUN drops 3 > 0)"
     assert validity_line({"complete": False}) == "valid: unknown (not judged)"
+
+
+def test_host_sampler_counts_saturated_intervals_and_psi_over_wall_time() -> None:
+    """Fake /proc (three 1-s intervals: 100 %, 50 %, 97 % busy) and a clock ticking 1 s per read."""
+    stats = iter(
+        [
+            "cpu  0 0 0 0 0 0 0 0\n",
+            "cpu  100 0 0 0 0 0 0 0\n",  # +100 busy of 100: saturated
+            "cpu  150 0 0 50 0 0 0 0\n",  # +50 of 100
+            "cpu  247 0 0 53 0 0 0 0\n",  # +97 of 100: saturated (>= 95 %)
+        ]
+    )
+    psi = iter(
+        ["some avg10=0 avg60=0 avg300=0 total=1000000\n", "some avg10=0 avg60=0 avg300=0 total=2500000\n"]
+    )
+    done = threading.Event()
+
+    def read(path: str) -> str | None:
+        if path == "/proc/pressure/cpu":
+            return next(psi)
+        text = next(stats, None)
+        if text is None:
+            done.set()
+        return text  # None ends the sampling loop
+
+    ticks = itertools.count()
+    smp = HostSampler(interval_s=0.001, read=read, clock=lambda: float(next(ticks))).start()
+    assert done.wait(5)
+    smp.stop()
+    assert smp.sampled_s == 3.0
+    assert smp.busy_s == 2.0
+    assert smp.busy_share == pytest.approx(2 / 3)
+    assert smp.pressure_share == pytest.approx(1.5 / smp.wall_s)
