@@ -7,10 +7,13 @@ MEDIUM    := medium/target/release/manet-medium
 FASTPATH  := nodes/router/native/libmtfast.so
 PYTEST    := $(PY) -m pytest -q -p no:cacheprovider
 
-.PHONY: setup run test test-unit test-netns bench clean lint medium help
+PAPER     ?=
+BUDGET    ?=
+
+.PHONY: setup run test test-unit test-netns bench clean lint medium help reproduce
 
 help:
-	@echo "make setup | run [SCENARIO=path SEED=n] | test | bench | clean | lint"
+	@echo "make setup | run [SCENARIO=path SEED=n] | test | bench | clean | lint | reproduce PAPER=name [BUDGET=2h]"
 
 setup:
 	bash scripts/setup.sh
@@ -37,6 +40,14 @@ test-netns: medium $(FASTPATH)
 
 bench: medium $(FASTPATH)
 	bash scripts/bench.sh
+
+# A paper's sweep (experiments/sweeps/$(PAPER).yaml) with --parallel auto and sequential seeds within
+# the budget, resuming from its rows in docs/results/data/, then its report docs/results/$(PAPER).md.
+reproduce: medium $(FASTPATH)
+	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=<name> [BUDGET=2h]; papers: $$(ls experiments/sweeps | grep -v -e small -e mini -e smoke | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
+	@test -f experiments/sweeps/$(PAPER).yaml || { echo "error: experiments/sweeps/$(PAPER).yaml: no such sweep"; exit 2; }
+	$(PY) -m experiments.sweep experiments/sweeps/$(PAPER).yaml --parallel auto $(if $(BUDGET),--budget $(BUDGET)) || test $$? -eq 1
+	$(PY) -m experiments.compare $(PAPER) --quiet
 
 clean:
 	$(PY) -m testbed.clean

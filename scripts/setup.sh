@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang gcc make llvm libbpf-dev libelf-dev zlib1g-dev iproute2 nftables iptables
-          procps psmisc openssh-server sshpass util-linux ethtool)
+          procps psmisc openssh-server sshpass util-linux ethtool openvswitch-switch)
+# openvswitch-switch: the runs' switches (testbed/wired.py). Each run starts its own ovsdb-server and
+# ovs-vswitchd with its own database and sockets under /run/manet/<runid>/ovs, in its own network
+# namespace; a system OVS that the package's service may start is never contacted or changed.
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -35,6 +35,7 @@ from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import MonotonicClock
 from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
 from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
+from nodes.core.ipip import IPPROTO_IPIP, WiredRoute, decapsulate, encapsulate
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
 from nodes.formats import medium as wire
@@ -54,11 +55,25 @@ EXIT_MEDIUM_GONE = 3
 REQUIRED_KEYS = ("station_id", "medium_socket", "protocol", "out_dir")
 KNOWN_KEYS = frozenset(
     {
-        "run_id", "station_id", "n_stations", "seed", "medium_socket", "protocol", "extensions",
-        "ifq_len", "promiscuous", "out_dir",
+        "run_id",
+        "station_id",
+        "n_stations",
+        "seed",
+        "medium_socket",
+        "protocol",
+        "extensions",
+        "ifq_len",
+        "promiscuous",
+        "out_dir",
         # optional, router-only (docs/router.md)
-        "mirror", "log_level", "welcome_timeout_s", "counters_interval_s", "lag_probe_interval_s", "fastpath",
+        "mirror",
+        "log_level",
+        "welcome_timeout_s",
+        "counters_interval_s",
+        "lag_probe_interval_s",
+        "fastpath",
         "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
+        "wired",  # the wired segment behind a gateway station: IP-in-IP (nodes/core/ipip.py)
     }
 )
 _RX_UNPACK = wire.RX_ST.unpack_from
@@ -150,6 +165,9 @@ class Router:
         self.fastpath_mode = fastpath_mode(config.get("fastpath"))
         self.fastpath: FastPath | None = None
         self.fastpath_off_reason: str | None = None
+        wired = config.get("wired")
+        self.wired: WiredRoute | None = None if wired is None else WiredRoute.from_config(wired)
+        self._ipip_ident = 0
         self.capture_check_interval_ns = CAPTURE_CHECK_NS
 
         self.io: Counter[str] = Counter()
@@ -275,8 +293,9 @@ class Router:
                 try:
                     self._packet_sockets_fd = os.open(self.packet_sockets_path, os.O_RDONLY | os.O_CLOEXEC)
                 except OSError as exc:
-                    self.log.warning("mirror auto: cannot read %s (%s): mirroring always",
-                                     self.packet_sockets_path, exc)
+                    self.log.warning(
+                        "mirror auto: cannot read %s (%s): mirroring always", self.packet_sockets_path, exc
+                    )
                     self._mirror_live = self.mirror
                 else:
                     self._capture_check_at = 0
@@ -293,7 +312,9 @@ class Router:
         try:
             data = os.pread(self._packet_sockets_fd, 1 << 20, 0)
         except OSError as exc:
-            self.log.warning("mirror auto: cannot read %s (%s): mirroring always", self.packet_sockets_path, exc)
+            self.log.warning(
+                "mirror auto: cannot read %s (%s): mirroring always", self.packet_sockets_path, exc
+            )
             self._capture_check_at = _NEVER
             self._mirror_live = self.mirror
             return
@@ -306,8 +327,12 @@ class Router:
                 break
         live = self.mirror if capturing else None
         if live is not self._mirror_live:
-            self.log.info("mirror: %s", f"capture on {self.tap_name}, writing frames" if capturing
-                          else "no capture, not writing frames")
+            self.log.info(
+                "mirror: %s",
+                f"capture on {self.tap_name}, writing frames"
+                if capturing
+                else "no capture, not writing frames",
+            )
             self._mirror_live = live
 
     # ------------------------------------------------------------------ NodeIO
@@ -330,10 +355,22 @@ class Router:
         next_hop = frame.next_hop
         try:
             # one struct pack and one concatenation: cheaper here than sendmsg() with two iovecs
-            send(_TX_PACK(
-                _MAGIC, _VERSION, _TX, seq, 0, cookie, next_hop, _NAN if power is None else power,
-                frame.retry_limit or 0, _TX_NO_RTS if frame.no_rts else 0, n,
-            ) + payload)
+            send(
+                _TX_PACK(
+                    _MAGIC,
+                    _VERSION,
+                    _TX,
+                    seq,
+                    0,
+                    cookie,
+                    next_hop,
+                    _NAN if power is None else power,
+                    frame.retry_limit or 0,
+                    _TX_NO_RTS if frame.no_rts else 0,
+                    n,
+                )
+                + payload
+            )
         except OSError as exc:
             self.log.warning("medium send failed: %s", exc)
             self._medium_gone()
@@ -351,6 +388,13 @@ class Router:
             self.log.debug("TX cookie=%d to %d len=%d", cookie, next_hop, n)
 
     def deliver_local(self, packet: bytes) -> None:
+        if self.wired is not None and len(packet) > 9 and packet[9] == IPPROTO_IPIP:
+            inner = decapsulate(packet)
+            if inner is None:
+                self.io["ipip_malformed"] += 1
+                return
+            packet = inner
+            self.io["ipip_decapsulated"] += 1
         try:
             _write(self.tun_fd, packet)
             self.io["tun_tx"] += 1
@@ -358,11 +402,13 @@ class Router:
             self.io[f"tun_write_error_{exc.errno}"] += 1
 
     def set_power(self, neighbour: int | None, tx_power_dbm: float | None) -> None:
-        self._send(wire.encode_set_power(
-            self._next_seq(),
-            wire.ALL_NEIGHBOURS if neighbour is None else neighbour,
-            wire.NAN if tx_power_dbm is None else tx_power_dbm,
-        ))
+        self._send(
+            wire.encode_set_power(
+                self._next_seq(),
+                wire.ALL_NEIGHBOURS if neighbour is None else neighbour,
+                wire.NAN if tx_power_dbm is None else tx_power_dbm,
+            )
+        )
         self.io["set_power"] += 1
 
     # ------------------------------------------------------------------ loop callbacks
@@ -422,12 +468,19 @@ class Router:
                         _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
                     except OSError as exc:
                         self.io[f"tap_write_error_{exc.errno}"] += 1
-                rt.handle(FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns)
+                rt.handle(
+                    FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
+                )
                 return
         if n == _TX_STATUS_LEN and buf[3] == _TX_STATUS:
             (magic, version, _, seq, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if magic == _MAGIC and version == _VERSION and seq == self._rx_seq + 1 \
-                    and (status == _ACKED or status == _SENT) and cookie in self.pending:
+            if (
+                magic == _MAGIC
+                and version == _VERSION
+                and seq == self._rx_seq + 1
+                and (status == _ACKED or status == _SENT)
+                and cookie in self.pending
+            ):
                 self._rx_seq = seq
                 frame = self.pending.pop(cookie)
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
@@ -486,6 +539,12 @@ class Router:
         assert rt is not None
         self._activity += 1
         self.n_tun_rx += 1
+        if self.wired is not None and len(packet) >= 20:
+            end = self.wired.tunnel_end(packet)
+            if end is not None:
+                self._ipip_ident = (self._ipip_ident + 1) & 0xFFFF
+                packet = encapsulate(packet, self.station, end, self._ipip_ident)
+                self.io["ipip_encapsulated"] += 1
         rt.handle(FromLocal(packet), _monotonic_ns() - self._epoch_ns)
         self._rearm()
 
@@ -599,8 +658,12 @@ class Router:
             "run_id": self.config.get("run_id"),
             "time_ns": self.clock.now_ns(),
             "written_unix_s": time.time(),
-            "io": {"medium_rx": self.n_medium_rx, "medium_tx": self.n_medium_tx, "tun_rx": self.n_tun_rx,
-                   **self.io},
+            "io": {
+                "medium_rx": self.n_medium_rx,
+                "medium_tx": self.n_medium_tx,
+                "tun_rx": self.n_tun_rx,
+                **self.io,
+            },
         }
         if self._loop_lag is not None:
             out["loop_lag"] = self._loop_lag.to_dict()
@@ -608,7 +671,9 @@ class Router:
         out["rusage"] = {"utime_s": ru.ru_utime, "stime_s": ru.ru_stime}
         if ctx is not None:
             out["counters"] = ctx.counters.to_dict()
-            out["counters"]["malformed"].update({k[10:]: v for k, v in self.io.items() if k.startswith("malformed_")})
+            out["counters"]["malformed"].update(
+                {k[10:]: v for k, v in self.io.items() if k.startswith("malformed_")}
+            )
         if rt is not None and ctx is not None:
             out["runtime"] = {
                 "ifq_len": len(ctx.ifq),
@@ -669,7 +734,9 @@ class Router:
             self.start_fastpath(loop)
             self.write_counters()
             loop.call_later(self.counters_interval_s, self._periodic_counters)
-            self.log.info("station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?")
+            self.log.info(
+                "station %d up (protocol %s)", self.station, self.protocol.name if self.protocol else "?"
+            )
             code = loop.run()
         finally:
             if self.fastpath is not None:
