@@ -37,6 +37,18 @@ from testbed.naming import new_run_id, prefix, run_dir
 from testbed.registry import Registry
 from testbed.results import Results, git_revision, read_json, tool_versions, write_json
 from testbed.station import Host, Station
+from testbed.validity import (
+    DEFAULT_THRESHOLDS,
+    HostSampler,
+    Measurements,
+    Thresholds,
+    Validity,
+    judge,
+    medium_lag,
+    router_lag,
+    run_cpu_s,
+    tun_drops_from_net_dev,
+)
 from testbed.wired import WiredError, WiredSegment
 from topologies.scenario import Scenario, ScenarioError, load_scenario
 
@@ -159,6 +171,7 @@ class Testbed:
         medium_bin: str | Path | None = None,
         ready_timeout_s: float | None = None,
         quiet: bool = False,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
     ) -> None:
         if isinstance(scenario, Scenario):
             self.scenario, self.scenario_file = scenario, None
@@ -189,6 +202,11 @@ class Testbed:
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
         self.sampler: Any = None  # nodes.tcpctl.observe.DiagSampler during run()
         self.timings: dict[str, float] = {}
+        self.thresholds = thresholds
+        self.host_load: HostSampler | None = None  # the host's CPU while the run is live
+        self._tun_drops_base: int = 0  # TUN drops before the traffic (bring-up is not judged)
+        self._tun_drops_end: int | None = None
+        self.validity: Validity | None = None
         self._stopped = False
         self._started = False
 
@@ -338,6 +356,7 @@ class Testbed:
                     raise BringUpError(f"sysctls in {host.name}: {res_sys.stderr.strip()}")
 
         # the medium
+        self.host_load = HostSampler().start()
         if not self.medium_bin.exists():
             raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
         mcfg = medium_config(sc, self.run_id, self.seed, self.state, res.dir / "medium")
@@ -550,6 +569,7 @@ class Testbed:
         if sc.capture.pcap:
             self.start_captures(sc.capture.stations)
         hist = self.state / "nstat.hist" if self.state else Path("/nonexistent")
+        self._tun_drops_base = self.tun_drops() or 0
         before = {k: nstat_snapshot(st, hist) for k, st in self.nodes().items()}
         write_json(res.dir / "nstat" / "before.json", {node_label(k): v for k, v in before.items()})
         self.flows = traffic.make_flows(sc, res.dir / "flows")
@@ -712,6 +732,9 @@ class Testbed:
         self._stopped = True
         t = time.monotonic()
         with _signals_deferred():
+            if self.host_load is not None:
+                self.host_load.stop()
+            self._tun_drops_end = self.tun_drops()  # routers still up: their namespaces exist
             for fl in self.flows:
                 traffic.stop_proc(fl.client, grace_s=1.0)
                 traffic.stop_proc(fl.server, grace_s=0.5)
@@ -779,6 +802,9 @@ class Testbed:
             res.summary["medium_counters"] = "medium/counters.json"
         if res.summary.get("complete"):
             self._explain_timeouts()
+        self.validity = judge(self._measurements(mc, snaps), self.thresholds)
+        res.summary["valid"] = self.validity.valid
+        res.summary["validity"] = self.validity.to_dict()
         res.summary["teardown_at"] = time.time()
         res.save_summary()
 
@@ -802,6 +828,58 @@ class Testbed:
         explain.write_report(res.dir, rep)
         res.summary["timeouts_by_cause"] = rep["by_cause"]
         res.summary["explain"] = "explain.json"
+
+    # ------------------------------------------------------------------ run validity
+    def tun_drops(self) -> int | None:
+        """Kernel drops (rx + tx) on every station's ``tun0`` now, summed; None if no router runs.
+
+        Read from ``/proc/<router pid>/net/dev``, which shows the router's network namespace.
+        """
+        total, found = 0, False
+        for st in self.stations.values():
+            if st.router_pid is None:
+                continue
+            try:
+                text = Path(f"/proc/{st.router_pid}/net/dev").read_text()
+            except OSError:
+                continue
+            n = tun_drops_from_net_dev(text)
+            if n is not None:
+                total, found = total + n, True
+        return total if found else None
+
+    def _measurements(self, medium: dict[str, Any] | None, routers: list[dict[str, Any]]) -> Measurements:
+        """What this run recorded about real time (testbed/validity.py), from its counters files."""
+        ml = medium_lag(medium, self.thresholds.medium_late_ms) if medium else None
+        rl = router_lag(routers)
+        res = self.results
+        iperf3 = []
+        for fl in self.flows:
+            iperf3 += [traffic.load_json(fl.client_json), traffic.load_json(fl.server_json)]
+        observer = (res.summary.get("observer") or {}).get("cpu_s", 0.0) if res else 0.0
+        tun = None
+        if self._tun_drops_end is not None:
+            tun = max(0, self._tun_drops_end - self._tun_drops_base)
+        sock = None
+        if ml is not None or rl is not None:
+            sock = (ml.socket_drops if ml else 0) + (rl.send_dropped if rl else 0)
+        busy = self.host_load.busy_share if self.host_load else None
+        pressure = self.host_load.pressure_share if self.host_load else None
+        cpu = run_cpu_s(medium, routers, iperf3, float(observer or 0.0))
+        return Measurements(
+            medium_lag_p99_ms=ml.p99_ms if ml else None,
+            medium_lag_max_ms=ml.max_ms if ml else None,
+            medium_late_share=ml.late_share if ml else None,
+            medium_events=ml.events if ml else 0,
+            router_lag_p99_ms=rl.p99_ms if rl else None,
+            router_lag_max_ms=rl.max_ms if rl else None,
+            router_lag_station=rl.station if rl else None,
+            tun_drops=tun,
+            medium_socket_drops=sock,
+            host_cpu_busy_share=None if busy is None else round(busy, 4),
+            cpu_pressure_share=None if pressure is None else round(pressure, 4),
+            run_cpu_s=None if cpu is None else round(cpu, 3),
+        )
 
 
 FALSE_FAILURE_CAUSES = ("collision", "channel_error")
@@ -921,6 +999,17 @@ def print_table(summary: dict[str, Any]) -> None:
         c.print(f"TCP timeouts by cause: {causes}   (python3 -m testbed.explain <run dir> for each one)")
     elif summary.get("explain_error"):
         c.print(f"TCP timeouts not explained: {summary['explain_error']}")
+    c.print(validity_line(summary), markup=False)
+
+
+def validity_line(summary: dict[str, Any]) -> str:
+    """``valid: yes``, or ``valid: NO (reason; reason)`` (docs/orchestrator.md, "Run validity")."""
+    if "valid" not in summary:
+        return "valid: unknown (not judged)"
+    if summary["valid"]:
+        return "valid: yes"
+    reasons = (summary.get("validity") or {}).get("reasons") or []
+    return f"valid: NO ({'; '.join(reasons)})"
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

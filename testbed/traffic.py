@@ -166,7 +166,8 @@ def stop_proc(proc: subprocess.Popen[bytes] | None, grace_s: float = 2.0) -> Non
             continue
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def load_json(path: Path) -> dict[str, Any] | None:
+    """An iperf3 ``-J`` output file (text before the JSON skipped); None if absent or cut short."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -209,7 +210,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     it) keeps its numbers and is flagged ``interrupted``; ``error`` is set only when there is no
     receiver data at all.
     """
-    client, server = _load(fl.client_json), _load(fl.server_json)
+    client, server = load_json(fl.client_json), load_json(fl.server_json)
     res: dict[str, Any] = {
         "throughput_bps": None,
         "retransmits": None,

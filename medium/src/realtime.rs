@@ -38,6 +38,17 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time of this process so far (getrusage RUSAGE_SELF): the run's measured cost
+/// (docs/orchestrator.md, "Run validity": `run_cpu_s`).
+fn own_rusage() -> Value {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Value::Null;
+    }
+    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    json!({"utime_s": s(ru.ru_utime), "stime_s": s(ru.ru_stime)})
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -583,6 +594,7 @@ impl Driver {
             "malformed": tot_mal, "out_of_order": tot_ooo,
         });
         c["wall_time_ns"] = json!(monotonic_ns() - self.wall_start);
+        c["rusage"] = own_rusage();
         c
     }
 
