@@ -9,17 +9,13 @@ lag is at least the stall minus 100 ms, the normal run's stays under a fifth of 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from netns_helpers import medium_pid, stall_medium
 
 from testbed import run as tbrun
-from testbed.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAIN5 = ROOT / "topologies" / "chain5.yaml"
@@ -27,35 +23,11 @@ SHORT = {"duration_s": 7, "traffic.tcp[0].duration_s": 5}
 STALL_S = 0.5
 
 
-def medium_pid(tb: tbrun.Testbed) -> int:
-    """The medium's pid as the run's registry records it (what `make clean` would find)."""
-    assert tb.registry is not None
-    reg = Registry.load(tb.registry.path)
-    pids = [p["pid"] for p in reg.processes if p["role"] == "medium"]
-    assert len(pids) == 1, reg.processes
-    return int(pids[0])
-
-
-def stall(pid: int, at_s: float, tb: tbrun.Testbed) -> threading.Thread:
-    def go() -> None:
-        while tb.now_s() < at_s:
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            time.sleep(STALL_S)
-        finally:
-            os.kill(pid, signal.SIGCONT)
-
-    th = threading.Thread(target=go, daemon=True)
-    th.start()
-    return th
-
-
 def run(tmp_path: Path, stall_at_s: float | None) -> tuple[dict[str, Any], Path]:
     with tbrun.Testbed(
         CHAIN5, experiment="test-validity", out_root=tmp_path, overrides=SHORT, quiet=True
     ) as tb:
-        th = stall(medium_pid(tb), stall_at_s, tb) if stall_at_s is not None else None
+        th = stall_medium(medium_pid(tb), stall_at_s, STALL_S, tb) if stall_at_s is not None else None
         tb.run()
         if th is not None:
             th.join(5)
