@@ -121,6 +121,10 @@ def test_params_from_dict_rejects_unknown_and_bad() -> None:
         params_from_dict(AodvParams, {"ttl_threshold": 50})
     with pytest.raises(ParamError):
         params_from_dict(AodvParams, {"net_diameter": 0})
+    with pytest.raises(ParamError, match="local_repair_rule must be one of ns2, rfc"):
+        params_from_dict(AodvParams, {"local_repair_rule": "always"})
+    with pytest.raises(ParamError, match="traversal_history"):
+        params_from_dict(AodvParams, {"traversal_history": 0})
 
 
 # ------------------------------------------------------------------ expanding ring schedule
