@@ -238,10 +238,6 @@ class AodvRouting(RoutingProtocol):
                 data_attempts=ev.data_attempts,
                 now_ns=now,
             )
-        if not ev.ok and ev.frame.control and not self.p.control_failure_breaks_link:
-            # ns-2 aodv.cc rt_ll_failed: "Non-data packets and Broadcast Packets can be dropped"
-            # (no link break); section 6.11 case (i) is a break "while transmitting data".
-            return acts + [Drop(ev.frame.packet, "aodv_control_tx_failed")]
         if not ev.ok and ev.frame.next_hop != BROADCAST:
             decision = TxFailureDecision()
             if hooks.has_subscribers("on_tx_failure"):
@@ -253,7 +249,12 @@ class AodvRouting(RoutingProtocol):
                     decision=decision,
                     now_ns=now,
                 )
-            if decision.link_break:
+            if decision.link_break and ev.frame.control and not self.p.control_failure_breaks_link:
+                # ns-2 aodv.cc rt_ll_failed: "Non-data packets and Broadcast Packets can be
+                # dropped" (no link break); section 6.11 case (i) is a break "while transmitting
+                # data".
+                acts.append(Drop(ev.frame.packet, "aodv_control_tx_failed"))
+            elif decision.link_break:
                 acts += self._link_break(ev.frame.next_hop, ev.frame, now)
         return acts
 
