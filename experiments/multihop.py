@@ -73,7 +73,7 @@ def _tcp_means(run_dir: Path, src: int, conn: str) -> tuple[float, float]:
     if path.exists():
         with path.open() as f:
             for r in csv.DictReader(f):
-                if r["conn"] == conn and r["state"] == "ESTABLISHED" and float(r["srtt_ms"]) > 0:
+                if r["conn"] == conn and r["state"] == "ESTAB" and float(r["srtt_ms"]) > 0:
                     srtt.append(float(r["srtt_ms"]))
                     rto.append(float(r["rto_ms"]))
     return (statistics.fmean(srtt) if srtt else 0.0, statistics.fmean(rto) if rto else 0.0)

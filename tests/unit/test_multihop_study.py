@@ -34,10 +34,10 @@ def _fake_run(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     with (run_dir / "tcp" / "sta1.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["t_s", "conn", "state", "srtt_ms", "rto_ms"])
-        w.writerow([1.0, "10.0.0.1:39999->10.0.0.5:5201", "ESTABLISHED", 999.0, 9999.0])  # iperf3 control
+        w.writerow([1.0, "10.0.0.1:39999->10.0.0.5:5201", "ESTAB", 999.0, 9999.0])  # iperf3 control
         w.writerow([1.1, conn, "SYN-SENT", 0.0, 1000.0])
-        w.writerow([2.0, conn, "ESTABLISHED", 100.0, 300.0])
-        w.writerow([3.0, conn, "ESTABLISHED", 300.0, 700.0])
+        w.writerow([2.0, conn, "ESTAB", 100.0, 300.0])
+        w.writerow([3.0, conn, "ESTAB", 300.0, 700.0])
     summary = {
         "flows": [
             {
