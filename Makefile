@@ -10,7 +10,7 @@ PYTEST    := $(PY) -m pytest -q -p no:cacheprovider
 PAPER     ?=
 BUDGET    ?=
 
-.PHONY: setup run test test-unit test-netns bench clean lint medium help reproduce
+.PHONY: setup run test test-full test-unit test-netns bench clean lint medium help reproduce
 
 help:
 	@echo "make setup | run [SCENARIO=path SEED=n] | test | bench | clean | lint | reproduce PAPER=name [BUDGET=2h]"
@@ -28,9 +28,15 @@ $(FASTPATH): nodes/router/native/fastpath.c
 run: medium $(FASTPATH)
 	$(PY) -m testbed.run $(SCENARIO) $(if $(SEED),--seed $(SEED)) --experiment $(EXPERIMENT)
 
+# CI's tier: everything but the tests marked slow (long real-time scenarios and the veth-level
+# duplicates of the kernel-TCP mechanism tests, which test-full runs; tests/README.md).
 test: medium $(FASTPATH)
 	cd medium && cargo test --release -q
-	$(PYTEST) tests --timeout 600
+	$(PYTEST) tests -m "not slow" --timeout 600
+
+test-full: medium $(FASTPATH)
+	cd medium && cargo test --release -q
+	$(PYTEST) tests --timeout 900
 
 test-unit:
 	$(PYTEST) tests -m "not netns"

@@ -70,7 +70,6 @@ def test_wired_host_through_gateway_station(tmp_path: Path) -> None:
 
 
 @pytest.mark.netns
-@pytest.mark.slow
 def test_ten_mobile_stations_random_waypoint_plot_saved(tmp_path: Path) -> None:
     out = mnwifi(tmp_path, "mobility_rwp.py", "3")
     (run,) = run_dirs(tmp_path)
@@ -87,7 +86,6 @@ def test_ten_mobile_stations_random_waypoint_plot_saved(tmp_path: Path) -> None:
 
 
 @pytest.mark.netns
-@pytest.mark.slow
 def test_each_propagation_model(tmp_path: Path) -> None:
     out = mnwifi(tmp_path, "propagation_models.py", timeout=300)
     for model in ("logDistance", "friis", "twoRayGround", "logNormalShadowing", "ITU"):
