@@ -209,8 +209,8 @@ def comparison_markdown(
         lines.append("No valid runs yet.")
     if rows.problems:
         lines += ["", "Rows skipped:", ""] + [f"- {p}" for p in rows.problems[:20]]
-    figs = [f"![{f.title}]({exp}-{f.name}.png)" for f in paper.figures] + [
-        f"![claims]({exp}-{paper.key}-claims.png)"
+    figs = [f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures] + [
+        f"![claims]({figure_file(exp, paper, 'claims')})"
     ]
     lines += ["", "## Figures", "", *figs, ""]
     return "\n".join(lines)
@@ -311,6 +311,11 @@ def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
     return True
 
 
+def figure_file(experiment: str, paper: Paper, name: str) -> str:
+    """``<experiment>-<figure>.png`` (the paper's key left out of the figure's name)."""
+    return f"{experiment}-{name.removeprefix(paper.key + '-')}.png"
+
+
 def default_sweep_file(experiment: str) -> Path:
     return Path("experiments/sweeps") / f"{experiment}.yaml"
 
@@ -340,8 +345,8 @@ def compare(
     out = out_dir / f"{exp}.md"
     changed = write_if_changed(out, md)
     for fig in paper.figures:
-        draw_figure(fig, rows.counted, out_dir / f"{exp}-{fig.name}.png")
-    draw_claims(paper, results, out_dir / f"{exp}-{paper.key}-claims.png")
+        draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name))
+    draw_claims(paper, results, out_dir / figure_file(exp, paper, "claims"))
     return out, changed
 
 
