@@ -41,8 +41,11 @@ class CapacityModel:
     target_cpu_share: float = 0.7
     #: Cores one run uses, before any row measured it: a fixed part (medium, iperf3, orchestrator)
     #: plus a part per station (its router) and per flow (traffic through several routers).
+    #: Measured (``run_cpu_s / wall_s`` of valid serial runs, 2026-11-24): the 20-station Ghanem
+    #: scenario with DSR (Python forwarding), 1 TCP + 10 CBR flows, uses 0.35-0.48 cores
+    #: (median 0.39, 9 runs of 45 s; 0.39 for its 120 s runs too): 0.03 + 20 x 0.012 + 11 x 0.01.
     base_cores: float = 0.03
-    per_station_cores: float = 0.004
+    per_station_cores: float = 0.012
     per_flow_cores: float = 0.01
     #: Memory one station costs (router process, namespace, iperf3/tcpdump when present), MB.
     per_station_mb: float = 40.0
