@@ -93,11 +93,12 @@ class FixedParallel:
 
 
 def measured_cost(rows: list[RunRecord]) -> float | None:
-    """Median cores per run over rows that recorded their CPU time (None if none did)."""
+    """Median cores per run over valid rows that recorded their CPU time (None if none did; an
+    invalid run was starved of CPU, so its CPU time understates the cost)."""
     costs = sorted(
         r.signals["run_cpu_s"] / r.wall_s
         for r in rows
-        if r.wall_s > 0 and not math.isnan(r.signals.get("run_cpu_s", math.nan))
+        if r.valid and r.wall_s > 0 and not math.isnan(r.signals.get("run_cpu_s", math.nan))
     )
     return costs[len(costs) // 2] if costs else None
 

@@ -296,8 +296,8 @@ def test_auto_parallel_starts_from_the_cost_and_backs_off_like_aimd() -> None:
 
 
 def test_measured_cost_is_the_median_cores_per_run() -> None:
-    rows = [_run(cpu=c) for c in (7.0, 14.0, 700.0)] + [_run()]
-    assert measured_cost(rows) == pytest.approx(14.0 / 70.0)
+    rows = [_run(cpu=c) for c in (7.0, 14.0, 700.0)] + [_run(), _run(valid=False, cpu=1.0)]
+    assert measured_cost(rows) == pytest.approx(14.0 / 70.0)  # the starved invalid run left out
     assert measured_cost([_run()]) is None
 
 
