@@ -20,7 +20,7 @@ from typing import Any, ClassVar, TypeVar
 from nodes.core.addr import station_ip_bytes
 from nodes.core.counters import Counters
 from nodes.core.events import Action, Event
-from nodes.core.hooks import Hooks
+from nodes.core.hooks import Hooks, Services
 from nodes.core.ifq import InterfaceQueue
 
 P = TypeVar("P")
@@ -39,6 +39,8 @@ class NodeContext:
     promiscuous: bool = False
     endpoint: Any = None
     """The endpoint agent (nodes.tcpctl) when one runs: extensions call its API (freeze, thaw...)."""
+    services: Services = field(default_factory=Services)
+    """State extensions of this station share (EPLN's loss notifier, the Klemm neighbour table)."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("nodes"))
 
     @property
