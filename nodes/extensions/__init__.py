@@ -49,7 +49,8 @@ def compatible_protocols(name: str) -> frozenset[str]:
 def check_protocol(name: str, protocol: RoutingProtocol) -> None:
     """A clear error when ``protocol`` does not emit the hooks extension ``name`` needs."""
     if not needs_of(name).works_with(protocol.HOOKS):
-        allowed = " or ".join(sorted(compatible_protocols(name)))
+        compatible = compatible_protocols(name)
+        allowed = " or ".join(p for p in PROTOCOLS if p in compatible)
         raise ParamError(f"extension {name!r} works over {allowed}, not {protocol.name!r}")
 
 
@@ -65,7 +66,6 @@ def attach_extensions(
         params = {} if isinstance(spec, str) else dict(spec.get("params") or {})
         if name not in EXTENSIONS:
             raise ValueError(f"extensions: unknown extension {name!r}; known: {sorted(EXTENSIONS)}")
-        check_protocol(name, protocol)
         module = importlib.import_module(EXTENSIONS[name])
         attached.append(module.attach(ctx, protocol, params))
     return attached

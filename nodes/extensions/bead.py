@@ -207,7 +207,7 @@ class Bead:
     def _at_receiver(self, e: ConnInfo, now_ns: int) -> list[Action]:
         """Algorithm 1, ``e.src = net_id`` and ``e.ptype = ACK and e.ack_sent = FALSE``: "if
         findRoute(new_p.dest, new_p.route) then sendOutPacketWithRoute(new_p)"."""
-        api: Any = self.ctx.endpoint
+        api = self.ctx.endpoint
         sender = station_of(e.dst)
         if not self.p.receiver_resend or sender is None:
             return []

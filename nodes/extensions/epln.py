@@ -422,7 +422,7 @@ class Epln:
     def _at_sender(self, e: ConnInfo, now_ns: int) -> list[Action]:
         """Step 1: "If the node is a TCP sender, it sends an ICMP message to TCP for each sequence
         number"; Algorithm 2 runs in the endpoint agent (``epln_notice``)."""
-        api: Any = self.ctx.endpoint
+        api = self.ctx.endpoint
         if api is None:
             return []
         out: list[Action] = []

@@ -41,6 +41,7 @@ from nodes.core.addr import ip_to_station
 from nodes.core.events import Action
 from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions import check_protocol
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId
 
@@ -229,6 +230,7 @@ NEEDS = Needs(hooks=(frozenset({"on_ip_forward"}),), endpoint=True)
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> RouteControl:
     p = params_from_dict(RouteControlParams, params, "route_control")
+    check_protocol("route_control", protocol)
     api: TcpControl | None = ctx.endpoint
     ext = RouteControl(ctx, p, api)
     if p.intermediate:
