@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nodes.extensions import needs_of
 from topologies.scenario import Scenario
-
-TCPCTL_EXTENSIONS = frozenset({"elfn", "epln", "bead", "atcp", "abra", "fixed_rto", "route_control"})
-"""Extensions that act on the TCP sender or receiver and so need the endpoint agent."""
 
 
 def agent_wanted(sc: Scenario) -> bool:
-    """The endpoint agent runs in every router (``tcpctl.enabled`` or a TCP extension)."""
-    return sc.tcpctl.enabled or bool(TCPCTL_EXTENSIONS & set(sc.routing.extensions))
+    """The endpoint agent runs in every router (``tcpctl.enabled`` or an extension whose ``NEEDS``
+    says it acts on the TCP sender or receiver)."""
+    return sc.tcpctl.enabled or any(needs_of(e).endpoint for e in sc.routing.extensions)
 
 
 def uses_vegas(sc: Scenario) -> bool:

@@ -32,6 +32,8 @@ from pydantic import (
     model_validator,
 )
 
+from nodes.extensions import EXTENSIONS as _EXTENSION_MODULES
+from nodes.extensions import compatible_protocols
 from topologies.errors import MovementFileError
 from topologies.errors import ScenarioError as ScenarioError  # re-exported
 from topologies.radio import PRESETS
@@ -43,22 +45,11 @@ from topologies.wired import NODE_NAME_RE, Wired
 
 PROTOCOLS: Final = ("static", "dsr", "aodv")
 CONGESTION_CONTROLS: Final = ("reno", "cubic", "bbr", "vegas")
-_ALL: Final = frozenset(PROTOCOLS)
 
-#: Every extension a scenario may turn on, with the routing protocols it works with.
-EXTENSIONS: Final[dict[str, frozenset[str]]] = {
-    "elfn": frozenset({"dsr", "aodv"}),  # Yu 2004 / Holland: explicit link failure notification
-    "epln": frozenset({"dsr"}),  # Yu 2004: early packet loss notification (DSR ROUTE ERROR)
-    "bead": frozenset({"dsr"}),  # Yu 2004: best-effort ACK delivery
-    "dsr_update": frozenset({"dsr"}),  # Yu 2004: distributed cache update
-    "atcp": _ALL,  # Liu & Singh 2001
-    "abra": _ALL,  # Ghanem 2008
-    "fixed_rto": _ALL,  # Dyer & Boppana 2001
-    "persistent_mac": frozenset({"aodv"}),  # Klemm 2004 (the AODV core's on_tx_failure hook)
-    "proactive_lm": frozenset({"aodv"}),  # Klemm 2004 (needs the GDWN route state)
-    "reactive_lm": frozenset({"aodv"}),  # Klemm 2004
-    "route_control": frozenset({"aodv"}),  # Cohen & Levin (AODV's on_data_forward hook)
-}
+#: Every extension a scenario may turn on (``nodes.extensions.EXTENSIONS``). The protocols each
+#: works with are derived from the extension's ``NEEDS`` and the cores' ``HOOKS``
+#: (``nodes.extensions.compatible_protocols``, which imports the modules only when called).
+EXTENSIONS: Final[frozenset[str]] = frozenset(_EXTENSION_MODULES)
 
 ProtocolName = Literal["static", "dsr", "aodv"]
 CongestionControl = Literal["reno", "cubic", "bbr", "vegas"]
@@ -637,7 +628,7 @@ class _Checker:
             if ext in seen:
                 self.add(f"routing.extensions[{i}]", f"extension {ext!r} listed twice")
             seen.add(ext)
-            allowed = EXTENSIONS[ext]
+            allowed = compatible_protocols(ext)
             if r.protocol not in allowed:
                 self.add(
                     f"routing.extensions[{i}]",

@@ -15,13 +15,16 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from nodes.core.addr import station_ip_bytes
 from nodes.core.counters import Counters
 from nodes.core.events import Action, Event
-from nodes.core.hooks import Hooks
+from nodes.core.hooks import Hooks, Services
 from nodes.core.ifq import InterfaceQueue
+
+if TYPE_CHECKING:  # the agent's API type only; nodes.core never imports nodes.tcpctl at run time
+    from nodes.tcpctl.api import TcpControl
 
 P = TypeVar("P")
 
@@ -37,8 +40,10 @@ class NodeContext:
     hooks: Hooks = field(default_factory=Hooks)
     counters: Counters = field(default_factory=Counters)
     promiscuous: bool = False
-    endpoint: Any = None
+    endpoint: TcpControl | None = None
     """The endpoint agent (nodes.tcpctl) when one runs: extensions call its API (freeze, thaw...)."""
+    services: Services = field(default_factory=Services)
+    """State extensions of this station share (EPLN's loss notifier, the Klemm neighbour table)."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("nodes"))
 
     @property

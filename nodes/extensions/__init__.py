@@ -1,9 +1,11 @@
 """Cross-layer extensions, attached to a protocol core's named hooks (STYLE.md).
 
-Each extension module exposes ``attach(ctx: NodeContext, protocol: RoutingProtocol,
-params: Mapping) -> object`` which subscribes to hooks and returns the extension object. Which
-extensions run is configuration (scenario ``routing.extensions``); any combination from the papers
-can be composed.
+Each extension module exposes ``NEEDS`` (a :class:`~nodes.core.hooks.Needs`: the hooks it
+subscribes to, whether it needs the endpoint agent) and ``attach(ctx: NodeContext, protocol:
+RoutingProtocol, params: Mapping) -> object`` which subscribes to hooks and returns the extension
+object. Which extensions run is configuration (scenario ``routing.extensions``); any combination
+from the papers can be composed. Which protocol an extension works with is derived here from
+``NEEDS`` and the cores' ``HOOKS`` (:func:`compatible_protocols`); nothing else lists it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.core.hooks import Needs
+from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol
+from nodes.protocols import PROTOCOLS, core_class
 
 EXTENSIONS: dict[str, str] = {
     "abra": "nodes.extensions.abra",  # Ghanem 2008 s3
@@ -27,7 +31,27 @@ EXTENSIONS: dict[str, str] = {
     "reactive_lm": "nodes.extensions.reactive_lm",  # Klemm 2004 s4.2.2, s4.2.3 (GDWN)
     "route_control": "nodes.extensions.route_control",  # Cohen & Levin s3-4 (Table I, SR-5)
 }
-"""name -> module (docs/extensions.md); further ones as they land (epln, bead, dsr_update, ...)."""
+"""name -> module (docs/extensions.md)."""
+
+
+def needs_of(name: str) -> Needs:
+    """The extension's declaration (imports its module)."""
+    needs: Needs = importlib.import_module(EXTENSIONS[name]).NEEDS
+    return needs
+
+
+def compatible_protocols(name: str) -> frozenset[str]:
+    """The routing protocols whose core emits every hook the extension needs."""
+    needs = needs_of(name)
+    return frozenset(p for p in PROTOCOLS if needs.works_with(core_class(p).HOOKS))
+
+
+def check_protocol(name: str, protocol: RoutingProtocol) -> None:
+    """A clear error when ``protocol`` does not emit the hooks extension ``name`` needs."""
+    if not needs_of(name).works_with(protocol.HOOKS):
+        compatible = compatible_protocols(name)
+        allowed = " or ".join(p for p in PROTOCOLS if p in compatible)
+        raise ParamError(f"extension {name!r} works over {allowed}, not {protocol.name!r}")
 
 
 def attach_extensions(

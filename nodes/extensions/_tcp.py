@@ -5,7 +5,7 @@ a routed packet. No state, no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nodes.core.protocol import NodeContext, ParamError
 from nodes.tcpctl import packets as P
@@ -17,14 +17,14 @@ if TYPE_CHECKING:
 
 def endpoint_of(ctx: NodeContext, extension: str) -> TcpControl:
     """The station's tcpctl API, or a clear error: every TCP extension acts on kernel TCP."""
-    ep: Any = ctx.endpoint
+    ep = ctx.endpoint
     if ep is None:
         raise ParamError(
             f"extension {extension!r} needs the endpoint agent on this station (ctx.endpoint is None): "
             "the orchestrator turns it on for every TCP extension; a router config needs "
             '"tcpctl": {"enabled": true}'
         )
-    return ep  # type: ignore[no-any-return]
+    return ep
 
 
 def originated_here(api: TcpControl, conn: ConnId) -> bool:

@@ -40,6 +40,7 @@ from typing import Any
 
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action, CancelTimer, SetTimer
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl import packets as P
@@ -305,6 +306,10 @@ class Atcp:
             "counters": dict(self.counters),
             "conns": {str(k): {"state": v.state.name, "history": v.history} for k, v in self.conns.items()},
         }
+
+
+NEEDS = Needs(endpoint=True)
+"""Any routing protocol: it acts on kernel TCP only."""
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Atcp:

@@ -40,7 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions import check_protocol
 from nodes.extensions.epln import (
     CONN_INFO,
     F_ACK,
@@ -48,7 +50,6 @@ from nodes.extensions.epln import (
     SEQ_ITEM,
     ConnInfo,
     ConnListOption,
-    check_dsr,
     conn_list_offsets,
     first_entries,
     notifier_of,
@@ -93,7 +94,7 @@ class Bead:
         self.protocol = protocol
         self.p = params
         self.log = log
-        notifier_of(ctx, protocol).kinds.add("ack")
+        notifier_of(ctx).kinds.add("ack")
         self.ack_copies: OrderedDict[ConnId, deque[tuple[int, bytes]]] = OrderedDict()
         """connection (as the TCP receiver names it) -> (ack number, IP packet) copies."""
         self.retransmitted: list[tuple[int, ConnId, int, str]] = []
@@ -206,7 +207,7 @@ class Bead:
     def _at_receiver(self, e: ConnInfo, now_ns: int) -> list[Action]:
         """Algorithm 1, ``e.src = net_id`` and ``e.ptype = ACK and e.ack_sent = FALSE``: "if
         findRoute(new_p.dest, new_p.route) then sendOutPacketWithRoute(new_p)"."""
-        api: Any = self.ctx.endpoint
+        api = self.ctx.endpoint
         sender = station_of(e.dst)
         if not self.p.receiver_resend or sender is None:
             return []
@@ -237,7 +238,18 @@ def _entry_at(buf: bytearray, i: int) -> ConnInfo | None:
     return ConnInfo(bytes(src), bytes(dst), sport, dport, "ack", seqs, bool(flags & F_ACK_SENT))
 
 
+NEEDS = Needs(
+    hooks=(
+        frozenset(
+            {"on_data_forward", "on_control_forward", "on_route_error_received"}
+            | {"on_link_failure", "on_packet_dropped", "on_route_error_sent"}  # the shared notifier
+        ),
+    ),
+    endpoint=True,
+)
+
+
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Bead:
     p = params_from_dict(BeadParams, params, "extensions.bead")
-    check_dsr(protocol, "bead")
+    check_protocol("bead", protocol)
     return Bead(ctx, protocol, p, ctx.log.getChild("bead"))

@@ -37,8 +37,9 @@ from typing import Any, ClassVar
 from nodes.core import ipv4
 from nodes.core.addr import ip_to_station, station_ip_bytes
 from nodes.core.events import Action
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions.epln import check_dsr
+from nodes.extensions import check_protocol
 from nodes.protocols.dsr.options import (
     OPT_EXPERIMENTAL_FIRST,
     OPTION_DECODERS,
@@ -194,7 +195,10 @@ class DsrUpdate:
         return {"counters": dict(self.counters), "cache_table": len(self.cache_table)}
 
 
+NEEDS = Needs(hooks=(frozenset({"on_route_sent", "on_link_failure", "on_route_error_received"}),))
+
+
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> DsrUpdate:
     p = params_from_dict(DsrUpdateParams, params, "extensions.dsr_update")
-    check_dsr(protocol, "dsr_update")
+    check_protocol("dsr_update", protocol)
     return DsrUpdate(ctx, protocol, p, ctx.log.getChild("dsr_update"))

@@ -45,7 +45,9 @@ from typing import Any, ClassVar, Literal
 from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action
-from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
+from nodes.core.hooks import Needs
+from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions import check_protocol
 from nodes.extensions._tcp import data_conn, endpoint_of
 from nodes.protocols.dsr import fastpath
 from nodes.protocols.dsr.options import (
@@ -184,9 +186,7 @@ class Elfn:
 
     name = "elfn"
 
-    def __init__(
-        self, ctx: NodeContext, api: TcpControl, params: ElfnParams, protocol: str, log: logging.Logger
-    ) -> None:
+    def __init__(self, ctx: NodeContext, api: TcpControl, params: ElfnParams, log: logging.Logger) -> None:
         self.ctx = ctx
         self.api = api
         self.p = params
@@ -206,7 +206,7 @@ class Elfn:
         api.on_segment_sent(self._on_segment_sent)
         api.on_ack(self._on_tcp_ack)
         hooks = ctx.hooks
-        if protocol == "dsr":
+        if DSR_HOOKS <= hooks.names:
             hooks.subscribe("on_route_error_sent", self.on_route_error_sent)
             hooks.subscribe("on_route_error_received", self.on_route_error_received)
             hooks.subscribe("on_link_failure", self.on_dsr_link_failure)
@@ -365,9 +365,17 @@ class Elfn:
         }
 
 
+DSR_HOOKS = frozenset(
+    {"on_route_error_sent", "on_route_error_received", "on_link_failure", "on_route_discovery"}
+)
+"""ELFN over DSR: the ROUTE ERROR carries the notification (s3.1)."""
+AODV_HOOKS = frozenset({"on_route_error", "on_link_failure"})
+"""ELFN over AODV: the RERR carries it (s3.2)."""
+NEEDS = Needs(hooks=(DSR_HOOKS, AODV_HOOKS), endpoint=True)
+
+
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Elfn:
     p = params_from_dict(ElfnParams, params, "extensions.elfn")
-    if protocol.name not in ("dsr", "aodv"):
-        raise ParamError(f"extension 'elfn' works over dsr or aodv, not {protocol.name!r}")
+    check_protocol("elfn", protocol)
     api = endpoint_of(ctx, "elfn")
-    return Elfn(ctx, api, p, protocol.name, ctx.log.getChild("elfn"))
+    return Elfn(ctx, api, p, ctx.log.getChild("elfn"))

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,9 @@ from typing import Any, ClassVar, Literal
 from nodes.core import ipv4
 from nodes.core.addr import ip_to_station
 from nodes.core.events import Action, ToNetwork
-from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
+from nodes.core.hooks import Needs
+from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions import check_protocol
 from nodes.protocols.dsr import fastpath
 from nodes.protocols.dsr.options import (
     DSR_HEADER_LEN,
@@ -339,15 +340,11 @@ class LossNotifier:
         return []
 
 
-_NOTIFIERS: weakref.WeakKeyDictionary[Any, LossNotifier] = weakref.WeakKeyDictionary()
-
-
-def notifier_of(ctx: NodeContext, protocol: RoutingProtocol) -> LossNotifier:
-    """The station's one :class:`LossNotifier` (EPLN and BEAD share it)."""
-    n = _NOTIFIERS.get(protocol)
-    if n is None:
-        n = _NOTIFIERS[protocol] = LossNotifier(ctx, ctx.log.getChild("loss_notifier"))
-    return n
+def notifier_of(ctx: NodeContext) -> LossNotifier:
+    """The station's one :class:`LossNotifier` (EPLN and BEAD share it; ``ctx.services``)."""
+    return ctx.services.get_or_create(
+        LossNotifier, lambda: LossNotifier(ctx, ctx.log.getChild("loss_notifier"))
+    )
 
 
 def station_of(ip: bytes) -> int | None:
@@ -381,7 +378,7 @@ class Epln:
         self.protocol = protocol
         self.p = params
         self.log = log
-        self.notifier = notifier_of(ctx, protocol)
+        self.notifier = notifier_of(ctx)
         self.notifier.kinds.add("data")
         self.notifier.notify_salvaged = params.notify_salvaged
         self.notifier.drop_reasons = params.drop_reasons
@@ -425,7 +422,7 @@ class Epln:
     def _at_sender(self, e: ConnInfo, now_ns: int) -> list[Action]:
         """Step 1: "If the node is a TCP sender, it sends an ICMP message to TCP for each sequence
         number"; Algorithm 2 runs in the endpoint agent (``epln_notice``)."""
-        api: Any = self.ctx.endpoint
+        api = self.ctx.endpoint
         if api is None:
             return []
         out: list[Action] = []
@@ -476,12 +473,16 @@ class Epln:
         }
 
 
-def check_dsr(protocol: RoutingProtocol, name: str) -> None:
-    if protocol.name != "dsr":
-        raise ParamError(f"extension {name!r} works over dsr, not {protocol.name!r}")
+NEEDS = Needs(
+    hooks=(
+        frozenset({"on_link_failure", "on_packet_dropped", "on_route_error_sent", "on_route_error_received"}),
+    ),
+    endpoint=True,
+)
+"""DSR's ROUTE ERROR carries the conn_list (s4.2); the notifier also hooks drops."""
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Epln:
     p = params_from_dict(EplnParams, params, "extensions.epln")
-    check_dsr(protocol, "epln")
+    check_protocol("epln", protocol)
     return Epln(ctx, protocol, p, ctx.log.getChild("epln"))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
 from nodes.extensions._rto import RtoPolicyExtension
 from nodes.extensions._tcp import endpoint_of
@@ -61,6 +62,10 @@ class FixedRtoBackoff:
 
 class FixedRtoExtension(RtoPolicyExtension):
     name = "fixed_rto"
+
+
+NEEDS = Needs(endpoint=True)
+"""Any routing protocol: it acts on kernel TCP only."""
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> FixedRtoExtension:

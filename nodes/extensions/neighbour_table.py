@@ -22,7 +22,6 @@ list), created by the first of them attached.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -201,24 +200,24 @@ class KlemmStation:
         return out
 
 
-_STATIONS: weakref.WeakKeyDictionary[RoutingProtocol, KlemmStation] = weakref.WeakKeyDictionary()
+KLEMM_HOOKS = frozenset({"on_neighbour_signal", "on_tx_failure"})
+"""The hooks the shared table subscribes to (every Klemm extension needs them)."""
 
 
 def klemm_station(proto: RoutingProtocol, ctx: NodeContext, nt: Mapping[str, Any] | None) -> KlemmStation:
     """The station's shared state; the first LM extension attached creates it (and subscribes the
     table to ``on_neighbour_signal`` before any extension reads it). Later ones must pass the same
     ``neighbour_table`` parameters, or none."""
-    st = _STATIONS.get(proto)
+    st = ctx.services.get(KlemmStation)
     params = params_from_dict(NeighbourTableParams, nt, "neighbour_table")
     if st is None:
-        missing = {"on_neighbour_signal", "on_tx_failure"} - ctx.hooks.names
+        missing = KLEMM_HOOKS - ctx.hooks.names
         if missing:
             raise ParamError(
                 f"Klemm 2004 extensions need the routing hooks {sorted(missing)} (AODV has them; "
                 f"{type(proto).__name__} does not)"
             )
-        st = KlemmStation(NeighbourTable(params))
-        _STATIONS[proto] = st
+        st = ctx.services.get_or_create(KlemmStation, lambda: KlemmStation(NeighbourTable(params)))
         ctx.hooks.subscribe("on_neighbour_signal", st.on_neighbour_signal)
         ctx.hooks.subscribe("on_tx_failure", st.on_tx_failure)
     elif nt and asdict(params) != asdict(st.table.p):

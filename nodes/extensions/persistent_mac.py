@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action, Frame, Send
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions.neighbour_table import KlemmStation, klemm_station
+from nodes.extensions.neighbour_table import KLEMM_HOOKS, KlemmStation, klemm_station
 
 META_PERSISTED = "klemm_persistent"
 """Frame.meta key of a frame the Persistent MAC already sent again."""
@@ -78,6 +79,9 @@ class PersistentMac:
         decision.link_break = False
         self.ctx.counters.extra["klemm_persistent_retries"] += 1
         return [Send(resend(frame, meta={META_PERSISTED: True}))]
+
+
+NEEDS = Needs(hooks=(KLEMM_HOOKS,))
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> PersistentMac:

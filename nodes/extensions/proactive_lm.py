@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions.neighbour_table import NS_PER_S, KlemmStation, klemm_station
+from nodes.extensions.neighbour_table import KLEMM_HOOKS, NS_PER_S, KlemmStation, klemm_station
 from nodes.extensions.reactive_lm import GoingDown
 
 
@@ -66,6 +67,9 @@ class ProactiveLm:
             return []
         self.weak.add(neighbour)
         return self.gd.link_going_down(neighbour, now_ns, "weak", self.avoid_ns)
+
+
+NEEDS = Needs(hooks=(KLEMM_HOOKS,))
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> ProactiveLm:

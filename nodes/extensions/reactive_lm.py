@@ -46,8 +46,10 @@ from typing import Any
 
 from nodes.core.addr import ip_to_station
 from nodes.core.events import Action, Frame, Send, SetPower
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
 from nodes.extensions.neighbour_table import (
+    KLEMM_HOOKS,
     NS_PER_S,
     KlemmStation,
     NeighbourTable,
@@ -83,7 +85,7 @@ class GoingDown:
         h.subscribe("on_route_error", self.on_route_error)
         h.subscribe("on_route_request", self.on_route_request)
         h.subscribe("on_route_reply", self.on_route_reply)
-        h.subscribe("on_data_forward", self.on_data_forward)
+        h.subscribe("on_ip_forward", self.on_data_forward)
 
     @staticmethod
     def of(st: KlemmStation, ctx: NodeContext, proto: RoutingProtocol) -> GoingDown:
@@ -256,6 +258,15 @@ class ReactiveLm:
                 self.ctx.counters.extra["klemm_high_power_off"] += 1
                 acts.append(SetPower(nb, None))
         return acts
+
+
+NEEDS = Needs(
+    hooks=(
+        KLEMM_HOOKS
+        | {"on_route_error", "on_route_request", "on_route_reply", "on_ip_forward"}
+        | {"on_link_failure", "on_route_state_change"},
+    )
+)
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> ReactiveLm:

@@ -25,7 +25,7 @@ False; docs/fidelity.md). This extension does not pretend to do it.
 Realisation: the marks live in the IPv4 ID of atomic datagrams and the TCP echo option
 (docs/tcpctl.md: ``write_rc_mark``/``add_rc_echo`` by the endpoint agent, whose ``route_control``
 switch this extension turns on). Table I runs at every station that sends an (s, d) TCP packet to
-a next hop (``on_data_forward``; the source is v_1 of the paper's proof). The sender side (S3,
+a next hop (``on_ip_forward``; the source is v_1 of the paper's proof). The sender side (S3,
 SR-5) runs where an endpoint agent is present (``ctx.endpoint``).
 """
 
@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from nodes.core.addr import ip_to_station
 from nodes.core.events import Action
+from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.extensions import check_protocol
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId
 
@@ -56,7 +58,7 @@ class RouteControlParams:
     """Delta: an (s, d)-entry expires when no (s, d)-packet was received for this long (I1; the
     paper gives no value)."""
     intermediate: bool = True
-    """Run Table I in ``on_data_forward``."""
+    """Run Table I in ``on_ip_forward``."""
     fast_retransmit: bool = True
     """SR-5: retransmit the missing segment at the first valid dupACK."""
     max_tracked_segments: int = 4096
@@ -222,12 +224,17 @@ class RouteControl:
         return self.api.retransmit(conn, ack, now_ns)
 
 
+NEEDS = Needs(hooks=(frozenset({"on_ip_forward"}),), endpoint=True)
+"""Table I runs where a plain IP packet is forwarded (AODV); the sender side needs the agent."""
+
+
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> RouteControl:
     p = params_from_dict(RouteControlParams, params, "route_control")
+    check_protocol("route_control", protocol)
     api: TcpControl | None = ctx.endpoint
     ext = RouteControl(ctx, p, api)
     if p.intermediate:
-        ctx.hooks.subscribe("on_data_forward", ext.on_data_forward)
+        ctx.hooks.subscribe("on_ip_forward", ext.on_data_forward)
     if api is not None:
         agent = api.agent
         if not agent.params.route_control:

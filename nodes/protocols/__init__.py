@@ -28,3 +28,9 @@ def create_protocol(ctx: NodeContext, config: Mapping[str, Any]) -> RoutingProto
     module = importlib.import_module(PROTOCOLS[name])
     proto: RoutingProtocol = module.create(ctx, config)
     return proto
+
+
+def core_class(name: str) -> type[RoutingProtocol]:
+    """The core class of protocol ``name`` (its ``HOOKS`` are what extensions can subscribe to)."""
+    core: type[RoutingProtocol] = importlib.import_module(PROTOCOLS[name]).CORE
+    return core

@@ -117,6 +117,10 @@ class StaticRouting(RoutingProtocol):
         return acts
 
 
+CORE = StaticRouting
+"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+
+
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> StaticRouting:
     if config.get("params"):
         raise ValueError(

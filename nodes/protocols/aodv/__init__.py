@@ -39,6 +39,10 @@ __all__ = [
 ]
 
 
+CORE = AodvRouting
+"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+
+
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> AodvRouting:
     params = params_from_dict(AodvParams, config.get("params"), where="protocol.params")
     return AodvRouting(ctx, params)

@@ -19,7 +19,7 @@ Hooks (``HOOKS``; keyword arguments; a subscriber may return actions):
     HELLO timeout detected it); ``destinations`` the station ids whose routes used the link.
 ``on_route_state_change(dst, old, new, now_ns)``
     a route changed state (``RouteState``; ``old=None``: created, ``new=None``: deleted).
-``on_data_forward(packet, prev_hop, next_hop, now_ns)``
+``on_ip_forward(packet, prev_hop, next_hop, now_ns)``
     a data packet is about to be sent to ``next_hop``; ``prev_hop`` is the neighbour it came from
     (None when this station originated it). ``packet`` is a ``bytearray``: a subscriber may modify
     it in place (also its length, by slice assignment; it must then fix the IP header, e.g. with
@@ -117,7 +117,7 @@ class AodvRouting(RoutingProtocol):
         {
             "on_link_failure",
             "on_route_state_change",
-            "on_data_forward",
+            "on_ip_forward",
             "on_neighbour_signal",
             "on_mac_outcome",
             "on_tx_failure",
@@ -340,10 +340,10 @@ class AodvRouting(RoutingProtocol):
         nh = e.next_hop
         hooks = self.ctx.hooks
         extra: list[Action] = []
-        if hooks.has_subscribers("on_data_forward"):
+        if hooks.has_subscribers("on_ip_forward"):
             if buf is None:
                 buf = bytearray(packet)
-            extra = hooks.emit("on_data_forward", packet=buf, prev_hop=prev, next_hop=nh, now_ns=now)
+            extra = hooks.emit("on_ip_forward", packet=buf, prev_hop=prev, next_hop=nh, now_ns=now)
         out = packet if buf is None else bytes(buf)
         return [Send(Frame(out, nh, meta={"prev_hop": prev}))] + extra
 

@@ -17,6 +17,10 @@ from nodes.protocols.dsr.params import DsrParams
 __all__ = ["DsrParams", "DsrRouting", "create"]
 
 
+CORE = DsrRouting
+"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+
+
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> DsrRouting:
     extra = sorted(set(config) - {"name", "params"})
     if extra:

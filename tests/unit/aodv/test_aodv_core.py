@@ -335,7 +335,7 @@ def test_forwarding_decrements_ttl_refreshes_routes_and_hook_may_modify() -> Non
         packet[1] = 0x04  # e.g. an extension's mark in the TOS byte
         ipv4.set_header_checksum(packet)
 
-    c.ctx.hooks.subscribe("on_data_forward", mark)
+    c.ctx.hooks.subscribe("on_ip_forward", mark)
     pkt = data(1, 9, ttl=10)
     acts = c.on_event(FromAir(pkt, 2, 3), 500 * MS)
     (s,) = sends(acts)
