@@ -723,10 +723,10 @@ def _range_m(scenario: dict[str, Any]) -> float | None:
     if radio.get("nominal_range_m") is not None:
         return float(radio["nominal_range_m"])
     try:
-        from topologies.radio import PRESETS
+        from topologies.radio import radio_model
 
-        return float(PRESETS[radio["preset"]].range_m)
-    except (ImportError, KeyError, AttributeError):
+        return radio_model(radio["preset"], radio.get("overrides") or {}).range_m
+    except (ImportError, KeyError, AttributeError, ValueError):
         return None
 
 

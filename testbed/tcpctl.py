@@ -58,16 +58,6 @@ def load(sc: Scenario, run_id: str) -> RunTcpCtl:
     return RunTcpCtl(run_id, str(loaded.pin_dir), agent, names)
 
 
-def unload(run_id: str) -> list[str]:
-    from nodes.tcpctl import kernel as K
-
-    done = K.cleanup(run_id)
-    for cc in K.registered_run_ccs().get(run_id, []):  # registered but no longer pinned
-        if K.unregister_by_name(cc):
-            done.append(f"unregister {cc} (unpinned)")
-    return done
-
-
 def router_config(rt: RunTcpCtl | None, state: Path, sid: int) -> dict[str, Any] | None:
     """The router's ``tcpctl`` key (docs/tcpctl.md), or None when the agent is off."""
     if rt is None or not rt.agent:

@@ -8,8 +8,25 @@
 docs/scenarios.md documents every field.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from topologies.errors import MovementFileError, ScenarioError
-from topologies.scenario import CONGESTION_CONTROLS, EXTENSIONS, PROTOCOLS, Scenario, load_scenario
+
+if TYPE_CHECKING:
+    from topologies.scenario import CONGESTION_CONTROLS, EXTENSIONS, PROTOCOLS, Scenario, load_scenario
+
+_FROM_SCENARIO = frozenset({"CONGESTION_CONTROLS", "EXTENSIONS", "PROTOCOLS", "Scenario", "load_scenario"})
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``topologies.scenario`` (pydantic, YAML) only when one of its names is asked for, so
+    that the router can import ``topologies.radio`` and ``topologies.seeding`` cheaply."""
+    if name in _FROM_SCENARIO:
+        from topologies import scenario
+
+        return getattr(scenario, name)
+    raise AttributeError(f"module 'topologies' has no attribute {name!r}")
+
 
 __all__ = [
     "CONGESTION_CONTROLS",

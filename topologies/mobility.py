@@ -70,11 +70,6 @@ def speed_at(traj: Trajectory, t: float) -> float:
     return math.hypot(vx, vy)
 
 
-def positions_at(trajs: dict[int, Trajectory], t: float) -> dict[int, tuple[float, float]]:
-    """Every station's position at time ``t``."""
-    return {sid: position_at(traj, t) for sid, traj in trajs.items()}
-
-
 def legs(traj: Trajectory) -> list[tuple[float, float, float]]:
     """The moving segments as ``(t_start, t_end, speed_mps)``; pauses are left out."""
     out: list[tuple[float, float, float]] = []

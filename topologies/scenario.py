@@ -36,7 +36,7 @@ from nodes.extensions import EXTENSIONS as _EXTENSION_MODULES
 from nodes.extensions import compatible_protocols
 from topologies.errors import MovementFileError
 from topologies.errors import ScenarioError as ScenarioError  # re-exported
-from topologies.radio import PRESETS
+from topologies.radio import RadioModel, radio_model
 from topologies.seeding import derive_rng
 from topologies.wired import NODE_NAME_RE, Wired
 
@@ -151,8 +151,15 @@ class Stations(_Model):
 class Radio(_Model):
     preset: PresetName = "ns2-wavelan"
     overrides: dict[str, Any] = Field(default_factory=dict)
-    #: Range used for ``routes: auto``; default: derived from the preset (ns2-wavelan: 250 m).
+    #: Range used for ``routes: auto``; default: derived from the preset and ``overrides``
+    #: (ns2-wavelan: 250 m; topologies/radio.py).
     nominal_range_m: PositiveNum | None = None
+
+    @model_validator(mode="after")
+    def _overrides_fit_the_range_model(self) -> Radio:
+        """A range-relevant override of the wrong type is an error here, not only in the medium."""
+        radio_model(self.preset, self.overrides)
+        return self
 
 
 class StaticMobility(_Model):
@@ -361,14 +368,19 @@ class Scenario(_Model):
             return set(self.station_ids)
         return set(self.stations.static or [])
 
+    def radio_model(self) -> RadioModel:
+        """The radio preset with ``radio.overrides`` applied, as far as ranges go (topologies/radio.py)."""
+        return radio_model(self.radio.preset, self.radio.overrides)
+
     def nominal_range_m(self) -> float:
-        """Decode range of the radio preset (or ``radio.nominal_range_m``), metres."""
+        """Decode range of the radio preset and its overrides (or ``radio.nominal_range_m``), metres:
+        the distance at which the medium stops decoding a default-power frame."""
         if self.radio.nominal_range_m is not None:
             return self.radio.nominal_range_m
-        return PRESETS[self.radio.preset].range_m
+        return self.radio_model().range_m
 
     def carrier_sense_range_m(self) -> float:
-        return PRESETS[self.radio.preset].cs_range_m
+        return self.radio_model().cs_range_m
 
     def placed_positions(self, seed: int | None = None) -> dict[int, tuple[float, float]]:
         """Positions from ``stations.positions`` or ``stations.placement``, before any mobility.

@@ -12,6 +12,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// c in vacuum, m/s: the one value of every preset (topologies/radio.py `SPEED_OF_LIGHT_MPS`).
+pub const SPEED_OF_LIGHT_MPS: f64 = 299_792_458.0;
+
 /// Which path-loss model computes the received power.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -184,8 +187,10 @@ impl RadioParams {
             itu_floors: 0,
             itu_floor_loss_db: 0.0,
             itu_distance_power_loss: 28.0,
-            // ns-2 uses SPEED_OF_LIGHT 300000000 for lambda.
-            speed_of_light_mps: 3.0e8,
+            // ns-2 rounds c to 3e8 (SPEED_OF_LIGHT); we use the physical value as the other
+            // presets and topologies/radio.py do. Ranges beyond the crossover (250 m, 550 m) do
+            // not depend on it; the crossover moves from 86.14 m to 86.20 m.
+            speed_of_light_mps: SPEED_OF_LIGHT_MPS,
             tx_power_dbm: w_to_dbm(0.281_838_15),
             rx_threshold_dbm: w_to_dbm(3.652e-10),
             cs_threshold_dbm: w_to_dbm(1.559e-11),
@@ -238,7 +243,6 @@ impl RadioParams {
             itu_floors: 0,
             itu_floor_loss_db: 0.0,
             itu_distance_power_loss: 28.0,
-            speed_of_light_mps: 299_792_458.0,
             tx_power_dbm: 15.0,
             rx_threshold_dbm: -90.0,
             cs_threshold_dbm: -90.0,

@@ -139,6 +139,46 @@ impl Propagation {
     }
 }
 
+impl RadioParams {
+    /// Distance at which the median received power of a `tx_power_dbm` transmitter falls to
+    /// `threshold_dbm`, m: the root of this module's forward model (shadowing term left out), by
+    /// bisection. topologies/radio.py derives the same distance in closed form; the test
+    /// `tests/radio_ranges.rs` checks that the two agree.
+    pub fn distance_for_dbm(&self, threshold_dbm: f64) -> f64 {
+        let mut median = self.clone();
+        median.shadowing_sigma_db = 0.0;
+        let m = Propagation::new(&median, 0);
+        let above = |d: f64| m.rx_dbm(self.tx_power_dbm, d, 0, 1, 0) >= threshold_dbm;
+        let (mut lo, mut hi) = (MIN_DISTANCE_M, 1.0);
+        if !above(lo) {
+            return lo;
+        }
+        while above(hi) && hi < 1e9 {
+            lo = hi;
+            hi *= 2.0;
+        }
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if above(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Decode range: where the received power falls to `rx_threshold_dbm`, m.
+    pub fn range_m(&self) -> f64 {
+        self.distance_for_dbm(self.rx_threshold_dbm)
+    }
+
+    /// Carrier-sense range: where the received power falls to `cs_threshold_dbm`, m.
+    pub fn cs_range_m(&self) -> f64 {
+        self.distance_for_dbm(self.cs_threshold_dbm)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,8 +193,10 @@ mod tests {
         assert!((at(250.0) - w_to_dbm(3.652e-10)).abs() < 0.01);
         assert!((at(550.0) - w_to_dbm(1.559e-11)).abs() < 0.01);
         assert!(at(249.0) > p.rx_threshold_dbm && at(251.0) < p.rx_threshold_dbm);
-        // Crossover 4 pi ht hr / lambda = 86.14 m at 914 MHz; continuous there.
-        assert!((m.crossover_m() - 86.14).abs() < 0.01);
+        assert!((p.range_m() - 250.0).abs() < 0.02 && (p.cs_range_m() - 550.0).abs() < 0.03);
+        // Crossover 4 pi ht hr / lambda = 86.20 m at 914 MHz (86.14 m with ns-2's c = 3e8);
+        // continuous there.
+        assert!((m.crossover_m() - 86.20).abs() < 0.01);
         let dc = m.crossover_m();
         assert!((at(dc - 1e-9) - at(dc + 1e-9)).abs() < 1e-6);
     }

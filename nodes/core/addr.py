@@ -55,12 +55,3 @@ def station_mac(station: int) -> bytes:
     if station == BROADCAST:
         return b"\xff" * 6
     return bytes((0x02, 0, 0, 0, (station >> 8) & 0xFF, station & 0xFF))
-
-
-def mac_to_station(mac: bytes) -> int | None:
-    """Inverse of :func:`station_mac`."""
-    if mac == b"\xff" * 6:
-        return BROADCAST
-    if len(mac) != 6 or mac[:4] != b"\x02\x00\x00\x00":
-        return None
-    return (mac[4] << 8) | mac[5]

@@ -21,6 +21,7 @@ from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
 from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
+from topologies.seeding import station_rng
 
 DEFAULT_FAIL_NS: int = 12 * NS_PER_MS
 """About the time of 7 failed RTS attempts with 802.11b backoff (medium/ computes it exactly)."""
@@ -89,7 +90,7 @@ class SimNetwork:
             ctx = NodeContext(
                 station=s,
                 n_stations=n,
-                rng=random.Random(seed * 1_000_003 + s),
+                rng=station_rng(seed, s),
                 ifq=InterfaceQueue(ifq_len),
                 promiscuous=promiscuous,
             )

@@ -28,6 +28,7 @@ from typing import Any
 
 from nodes.core.events import Action
 from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
+from topologies import radio
 
 NS_PER_S = 1_000_000_000
 
@@ -36,20 +37,20 @@ NS_PER_S = 1_000_000_000
 class NeighbourTableParams:
     """Two-ray ground constants (ns2-wavelan preset) and the table's own settings."""
 
-    tx_power_w: float = 0.28183815
+    tx_power_w: float = radio.NS2_TX_POWER_W
     """P_t: the default transmission power (ns-2 WaveLAN, 24.50 dBm)."""
     tx_gain: float = 1.0
     """G_t (linear)."""
     rx_gain: float = 1.0
     """G_r (linear)."""
-    antenna_height_m: float = 1.5
+    antenna_height_m: float = radio.NS2_ANTENNA_HEIGHT_M
     """h_t = h_r."""
-    system_loss: float = 1.0
+    system_loss: float = radio.NS2_SYSTEM_LOSS
     """L ("set to 1 by default")."""
-    frequency_hz: float = 914e6
+    frequency_hz: float = radio.NS2_FREQUENCY_HZ
     """For the Friis branch below the crossover distance."""
-    speed_of_light_mps: float = 3e8
-    """ns-2's value (docs/medium.md)."""
+    speed_of_light_mps: float = radio.SPEED_OF_LIGHT_MPS
+    """The medium's value (docs/medium.md)."""
     range_m: float = 250.0
     """"The default transmission range of each node is 250 m" (RXThresh of the preset)."""
     max_age_s: float = 2.0
@@ -68,7 +69,7 @@ class NeighbourTableParams:
 
     @property
     def crossover_m(self) -> float:
-        """ns-2 TwoRayGround: 4 pi h_t h_r / lambda (86.1 m for the preset)."""
+        """ns-2 TwoRayGround: 4 pi h_t h_r / lambda (86.2 m for the preset)."""
         return 4 * math.pi * self.antenna_height_m**2 / self.wavelength_m
 
     @property

@@ -44,6 +44,7 @@ from nodes.formats import medium as wire
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
 from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
+from topologies.seeding import station_rng
 
 EXIT_OK = 0
 """Stopped by SIGTERM/SIGINT."""
@@ -113,8 +114,6 @@ from 0.5-1.5 times this (a fixed period can lock onto a periodic stall and never
 of D ms is sampled with probability ~D/200 ms. ``lag_probe_interval_s: 0`` turns it off."""
 PACKET_SOCKETS = "/proc/net/packet"
 _NEVER = 1 << 62
-RNG_STATION_STRIDE = 1_000_003
-"""Per-station RNG seed = seed * stride + station (the same derivation as nodes.core.sim)."""
 
 
 class ConfigError(ValueError):
@@ -289,7 +288,7 @@ class Router:
         self.ctx = NodeContext(
             station=self.station,
             n_stations=self.welcome.n_stations if self.welcome else self.n_stations,
-            rng=random.Random(seed * RNG_STATION_STRIDE + self.station),
+            rng=station_rng(seed, self.station),
             ifq=InterfaceQueue(int(self.config.get("ifq_len", DEFAULT_IFQ_LEN))),
             promiscuous=bool(self.config.get("promiscuous", False)),
             log=self.log,
@@ -659,12 +658,6 @@ class Router:
         except OSError as exc:
             self.log.warning("medium send failed: %s", exc)
             self._medium_gone()
-
-    def _tap_write(self, frame: bytes) -> None:
-        try:
-            os.write(self.tap_fd, frame)
-        except OSError as exc:
-            self.io[f"tap_write_error_{exc.errno}"] += 1
 
     def _check_seq(self, seq: int) -> None:
         if seq != self._rx_seq + 1:

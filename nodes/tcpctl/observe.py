@@ -186,18 +186,6 @@ class Sampler:
             w.writerows(self.samples)
 
 
-def rto_intervals(series: list[dict[str, Any]]) -> list[float]:
-    """Distinct RTO values (ms) while backoff grows, in order: the exponential backoff made visible."""
-    out: list[float] = []
-    last_b = 0
-    for s in series:
-        b = int(s.get("backoff", 0))
-        if b > last_b and "rto_ms" in s:
-            out.append(float(s["rto_ms"]))
-        last_b = b
-    return out
-
-
 def summary(
     before: dict[str, int], after: dict[str, int], series: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:

@@ -326,13 +326,6 @@ def attach(router: Any, cfg: Mapping[str, Any]) -> TcpControl:
     return api
 
 
-def serve_control(router: Any, loop: Any) -> None:
-    """Start the router's tcpctl control socket on its event loop (if ``attach`` made one)."""
-    ctl = getattr(router, "tcpctl_control", None)
-    if ctl is not None:
-        ctl.start(loop)
-
-
 class Client:
     """Client of a station's control socket (tests, scripts): ``Client(path).call("freeze", ...)``."""
 

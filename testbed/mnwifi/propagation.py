@@ -36,10 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Final
 
-from topologies.radio import SPEED_OF_LIGHT_MPS, LogDistancePreset
-
-WMEDIUMD: Final = LogDistancePreset()
-"""The ``wmediumd`` preset's numbers (topologies/radio.py): 2.412 GHz, 15 dBm, 5 dBi, exp 3."""
+from topologies.radio import SPEED_OF_LIGHT_MPS, WMEDIUMD
 
 MODELS: Final[dict[str, str]] = {
     "logDistance": "log_distance",
@@ -82,7 +79,7 @@ class PropagationSpec:
     noise_threshold_dbm: float = NOISE_THRESHOLD_DBM
     cca_threshold_dbm: float = CCA_THRESHOLD_DBM
     frequency_hz: float = WMEDIUMD.frequency_hz
-    gain_dbi: float = WMEDIUMD.antenna_gain_dbi
+    gain_dbi: float = WMEDIUMD.tx_gain_dbi
     given: dict[str, float | str] = field(default_factory=dict)
 
     @classmethod

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testbed.mnwifi import motion
-from testbed.mnwifi.propagation import WMEDIUMD, PropagationError, channel_frequency_hz
+from testbed.mnwifi.propagation import PropagationError, channel_frequency_hz
 from topologies import bonnmotion
 from topologies.mobility import Trajectory
+from topologies.radio import WMEDIUMD
 from topologies.scenario import BonnMotionMobility, Scenario, scenario_from_dict
 from topologies.seeding import derive_rng
 from topologies.wired import DEFAULT_SUBNET

@@ -99,6 +99,30 @@ def test_nominal_ranges_follow_from_the_preset_parameters() -> None:
     assert load_scenario(TOPOLOGIES / "cohen-small.yaml").nominal_range_m() == 225
 
 
+def test_nominal_range_honours_radio_overrides() -> None:
+    # 10 dB more transmit power: 250 m * 10^(10/40) = 445 m > 400 m, so on the 200 m chain station 1
+    # reaches 3 directly in the medium, and routes: auto must say so too.
+    sc = load_scenario(TOPOLOGIES / "chain5.yaml", {"radio.overrides": {"tx_power_dbm": 34.5}})
+    assert sc.nominal_range_m() == pytest.approx(250 * 10**0.25, rel=1e-3)
+    assert sc.neighbours()[1] == [2, 3]
+    assert sc.static_routes()[1][3] == 3
+    # A higher receive threshold shrinks it: 250 m * 10^(-6/40) = 177 m < 200 m, the chain breaks
+    # and the scenario's flow has no route, as it would have none in the medium.
+    with pytest.raises(ScenarioError, match=r"no static route from 1 to 5 \(routes: auto, range 176\.9"):
+        load_scenario(TOPOLOGIES / "chain5.yaml", {"radio.overrides": {"rx_threshold_dbm": -58.37}})
+    # radio.nominal_range_m still wins over the derived range.
+    fixed = load_scenario(
+        TOPOLOGIES / "chain5.yaml", {"radio.overrides": {"tx_power_dbm": 34.5}, "radio.nominal_range_m": 220}
+    )
+    assert fixed.nominal_range_m() == 220
+
+
+def test_a_range_override_of_the_wrong_type_is_a_scenario_error(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + "radio: {overrides: {tx_power_dbm: high}}\n")
+    err = error_of(path)
+    assert "radio" in str(err) and "tx_power_dbm must be a number" in str(err)
+
+
 def test_grid_routes_do_not_use_diagonals() -> None:
     sc = load_scenario(TOPOLOGIES / "grid9.yaml")
     assert sc.neighbours()[1] == [2, 4]
