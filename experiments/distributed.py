@@ -389,6 +389,8 @@ class DaskRuns:
             except HostRefused as exc:
                 self._refuse(exc.worker or None, exc.message)
                 continue
+            finally:
+                fut.release()  # type: ignore[no-untyped-call]  # the row lives on here only
             why = check_row(rec, task)
             if why is not None:
                 addr = next(

@@ -115,7 +115,20 @@ class HostBed:
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.controller_address}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"hostbed-{self.run_id}", "-f", str(self.key)])
+        _run(
+            [
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                f"hostbed-{self.run_id}",
+                "-f",
+                str(self.key),
+            ]
+        )
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
         known: list[str] = []
         for i in range(1, self.count + 1):
@@ -227,31 +240,32 @@ class HostBed:
         path: Path,
         hosts: list[BedHost] | None = None,
         extra_hosts: dict[str, dict[str, object]] | None = None,
-        group_vars: dict[str, object] | None = None,
+        host_vars: dict[str, object] | None = None,
     ) -> Path:
         """An Ansible inventory for ``hosts`` (default all) in group ``testbed_hosts``, plus
-        ``extra_hosts`` (name -> host vars, e.g. an address nothing answers on), with
-        ``group_vars`` for the group. Settings the controller's plays read too go in ``all``."""
-        ssh_args = " ".join(self.ssh_options()[2:])
+        ``extra_hosts`` (name -> its variables, e.g. an address nothing answers on). Every host
+        gets ``host_vars`` and its own ``manet_dest``: host variables, which win over the
+        playbooks' group_vars. The controller's plays take their settings from ``-e``."""
+        common: dict[str, object] = {
+            "ansible_user": "root",
+            "ansible_become": False,  # root already; the hosts need no sudo
+            "ansible_ssh_private_key_file": str(self.key),
+            "ansible_ssh_common_args": " ".join(self.ssh_options()[2:]),
+            "ansible_python_interpreter": sys.executable,
+        }
         entries: dict[str, dict[str, object]] = {}
         for h in hosts if hosts is not None else self.hosts:
-            entries[h.name] = {"ansible_host": h.address, "manet_dest": str(h.dest)}
-        entries.update(extra_hosts or {})
-        inv = {
-            "all": {"vars": dict(group_vars or {})},
-            "testbed_hosts": {
-                "hosts": entries,
-                "vars": {
-                    "ansible_user": "root",
-                    "ansible_become": False,  # root already; the hosts need no sudo
-                    "ansible_ssh_private_key_file": str(self.key),
-                    "ansible_ssh_common_args": ssh_args,
-                    "ansible_python_interpreter": sys.executable,
-                },
-            },
-        }
+            entries[h.name] = {
+                **common,
+                **(host_vars or {}),
+                "ansible_host": h.address,
+                "manet_dest": str(h.dest),
+                "testbed_common_host_bundle_dir": str(h.dest.parent),
+            }
+        for name, hv in (extra_hosts or {}).items():
+            entries[name] = {**common, **(host_vars or {}), **hv}
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(inv, sort_keys=False))
+        path.write_text(yaml.safe_dump({"testbed_hosts": {"hosts": entries}}, sort_keys=False))
         return path
 
     def kill(self, host: BedHost) -> list[int]:
@@ -276,7 +290,9 @@ class HostBed:
         clean_run(self.registry, own_run=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, check=False)
         for host in self.hosts:
-            subprocess.run(["ip", "link", "del", f"{prefix(self.run_id)}-{host.name}"], capture_output=True, check=False)
+            subprocess.run(
+                ["ip", "link", "del", f"{prefix(self.run_id)}-{host.name}"], capture_output=True, check=False
+            )
         for proc in self.sshd.values():
             if proc.poll() is None:
                 procs.terminate({proc.pid: procs.start_time(proc.pid)}, timeout_s=2.0)
@@ -298,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.hostbed", description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["up"], help="up: make the bed, print its inventory, wait for Ctrl-C")
     ap.add_argument("--hosts", type=int, default=3, help="how many hosts (default 3)")
-    ap.add_argument("--inventory", default=None, help="write the Ansible inventory here (default: the bed's folder)")
+    ap.add_argument(
+        "--inventory", default=None, help="write the Ansible inventory here (default: the bed's folder)"
+    )
     args = ap.parse_args(argv)
     bed = HostBed(args.hosts)
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
