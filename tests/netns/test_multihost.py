@@ -140,6 +140,8 @@ def test_three_hosts_over_ssh_with_bad_hosts(bed: tuple[HostBed, Path]) -> None:
     other = b.ssh(h3, f"git -C {h3.dest} -c user.name=t -c user.email=t@t commit -q --allow-empty -m other")
     assert other.returncode == 0, other.stderr
     wrong_key = b.dir / "wrong_key"
+    wrong_key.unlink(missing_ok=True)
+    Path(f"{wrong_key}.pub").unlink(missing_ok=True)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong_key)], check=True)
     base = {"manet_dest": str(h1.dest)}
     inv = b.inventory(
