@@ -148,7 +148,13 @@ def test_three_hosts_over_ssh_with_bad_hosts(bed: tuple[HostBed, Path]) -> None:
         tmp / "faulty.yml",
         extra_hosts={
             "gone": {**base, "ansible_host": f"{b.subnet}.99"},  # nothing answers there
-            "badkey": {**base, "ansible_host": h2.address, "ansible_ssh_private_key_file": str(wrong_key)},
+            # h2's address with another key; not over the SSH master connection Ansible keeps to h2
+            "badkey": {
+                **base,
+                "ansible_host": h2.address,
+                "ansible_ssh_private_key_file": str(wrong_key),
+                "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
+            },
         },
         host_vars={
             "manet_python": sys.executable,
