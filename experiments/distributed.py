@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 #: Seconds a sweep waits with no worker connected before its runs fail (they run again on the
 #: next invocation): long enough for Ansible to start the workers, short enough to notice.
 DEFAULT_NO_WORKER_TIMEOUT_S: Final = 600.0
+#: Where a host writes its run directories, relative to its checkout (``testbed_sweep_results``):
+#: the controller's ``--out`` is a path on the controller.
+HOST_RESULTS: Final = "results"
 #: How often the controller looks at the scheduler's worker list (slots, new hosts).
 WORKERS_POLL_S: Final = 1.0
 
@@ -374,7 +377,7 @@ class DaskRuns:
             request.point_id,
             request.seed,
             request.attempt,
-            request.out_root,
+            HOST_RESULTS,
             self.revision,
         )
         while True:
