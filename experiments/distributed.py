@@ -221,7 +221,7 @@ def check_row(rec: RunRecord, task: PointTask) -> str | None:
         return f"row for point {rec.point_id} seed {rec.seed}, asked for {task.point_id} seed {task.seed}"
     if rec.experiment != task.experiment:
         return f"row of experiment {rec.experiment!r}, not {task.experiment!r}"
-    if task.revision and rec.revision.split("-")[0] != task.revision:
+    if task.revision and rec.revision != task.revision:
         return f"row made at revision {rec.revision or '?'}, the controller's is {task.revision}"
     return None
 
