@@ -184,9 +184,11 @@ def test_three_hosts_over_ssh_with_bad_hosts(bed: tuple[HostBed, Path]) -> None:
     assert all(r["revision"] == head() for r in got), got
     # collect: the hosts' run directories came home; aggregate: over the controller's rows
     for r in valid:
-        assert (
-            tmp / "three" / "results" / "smoke" / "hosts" / r["host"] / r["run_id"] / "summary.json"
-        ).exists()
+        home = tmp / "three" / "results" / "smoke" / "hosts" / r["host"]
+        assert (home / r["run_id"] / "summary.json").exists(), (
+            sorted(home.parent.rglob("*"))[:20],
+            out[-5000:],
+        )
     assert len(rows(tmp / "three" / "results" / "smoke" / "aggregate.csv")) == 2
 
     # the same sweep on one host: the same points and seeds, metrics within noise
