@@ -251,7 +251,8 @@ class HostBed:
             "ansible_become": False,  # root already; the hosts need no sudo
             "ansible_ssh_private_key_file": str(self.key),
             "ansible_ssh_common_args": " ".join(self.ssh_options()[2:]),
-            "ansible_python_interpreter": sys.executable,
+            # Debian's Python, as on a remote Debian host (the apt module needs python3-apt)
+            "ansible_python_interpreter": "/usr/bin/python3",
         }
         entries: dict[str, dict[str, object]] = {}
         for h in hosts if hosts is not None else self.hosts:
@@ -267,6 +268,23 @@ class HostBed:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump({"testbed_hosts": {"hosts": entries}}, sort_keys=False))
         return path
+
+    def shared_machine_vars(self, parallel: int = 1) -> dict[str, object]:
+        """Host variables for hosts that share this machine: its Python and packages (no venv,
+        no apt update: nothing to download), the medium built here (``MANET_MEDIUM``; a cargo build
+        per host would take minutes), one run at a time (the hosts share the cores)."""
+        from testbed.medium import MEDIUM_BIN
+
+        return {
+            "manet_python": sys.executable,
+            "testbed_common_venv": "",
+            "testbed_common_pip": str(Path(sys.executable).parent / "pip3"),
+            "testbed_common_apt_update": False,
+            "testbed_common_medium_build": False,
+            "testbed_common_bundle_dir": str(self.dir),
+            "testbed_sweep_environment": {"MANET_MEDIUM": str(MEDIUM_BIN.resolve())},
+            "testbed_sweep_parallel": parallel,
+        }
 
     def kill(self, host: BedHost) -> list[int]:
         """The host disappears: SIGKILL every process in its namespace (its sshd, its worker and
@@ -319,10 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     bed = HostBed(args.hosts)
-    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         bed.up()
-        inv = bed.inventory(Path(args.inventory) if args.inventory else bed.dir / "hosts.yml")
+        inv = bed.inventory(
+            Path(args.inventory) if args.inventory else bed.dir / "hosts.yml",
+            host_vars=bed.shared_machine_vars(),
+        )
         for h in bed.hosts:
             print(f"{h.name} {h.address} ns {h.netns} dest {h.dest}")
         print(f"controller {bed.controller_address}; inventory {inv}; Ctrl-C removes the bed", flush=True)

@@ -83,20 +83,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HostBed, Pat
         pytest.skip("needs a git checkout (the hosts get its HEAD)")
     tmp = tmp_path_factory.mktemp("multihost")
     with HostBed(3) as b:
-        inv = b.inventory(
-            tmp / "hosts.yml",
-            host_vars={
-                # The hosts share this machine: its Python and packages, and the medium built here.
-                "manet_python": sys.executable,
-                "testbed_common_venv": "",
-                "testbed_common_pip": str(Path(sys.executable).parent / "pip3"),
-                "testbed_common_apt_update": False,
-                "testbed_common_medium_build": False,
-                "testbed_common_bundle_dir": str(b.dir),
-                "testbed_sweep_environment": {"MANET_MEDIUM": str(MEDIUM)},
-                "testbed_sweep_parallel": 1,
-            },
-        )
+        inv = b.inventory(tmp / "hosts.yml", host_vars=b.shared_machine_vars())
         res = playbook(inv, "provision.yml", timeout=300)
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
         for h in b.hosts:
@@ -156,11 +143,7 @@ def test_three_hosts_over_ssh_with_bad_hosts(bed: tuple[HostBed, Path]) -> None:
                 "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
             },
         },
-        host_vars={
-            "manet_python": sys.executable,
-            "testbed_sweep_environment": {"MANET_MEDIUM": str(MEDIUM)},
-            "testbed_sweep_parallel": 1,
-        },
+        host_vars=b.shared_machine_vars(),
     )
     try:
         res = playbook(inv, "sweep.yml", *controller_vars(b, tmp, "three"))
