@@ -93,18 +93,10 @@ class PointTask:
 def revision_of(repo: Path) -> tuple[str, bool]:
     """(12-hex git revision, dirty) of the checkout at ``repo``, as runs record it; ("", False) if
     it is not a git checkout."""
-    import subprocess
+    from testbed.results import git_revision
 
-    def git(*args: str) -> str | None:
-        try:
-            res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return res.stdout.strip() if res.returncode == 0 else None
-
-    rev = git("rev-parse", "HEAD") or ""
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return rev[:12], bool(status)
+    info = git_revision(repo)
+    return str(info["rev"] or "")[:12], bool(info["dirty"])
 
 
 @dataclass(frozen=True, slots=True)

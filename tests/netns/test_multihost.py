@@ -255,3 +255,35 @@ def test_host_killed_mid_sweep(bed: tuple[HostBed, Path]) -> None:
     valid = [r for r in got if r["valid"] == "true"]
     assert len(valid) == len({r["point_id"] for r in valid}) == 2, got  # none lost, none twice
     assert victim.name not in {r["host"] for r in got}, got
+
+
+def test_killed_bed_is_cleaned_by_make_clean() -> None:
+    """SIGKILL the bed's process: ``make clean`` (``testbed.clean``) removes its sshd processes,
+    namespaces, bridge and folder, found by its run id."""
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testbed.hostbed", "up", "--hosts", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(3)]
+    assert lines[-1].startswith("controller "), lines
+    rid = re.search(r"ns mt([0-9a-f]{6})-h1", lines[0])
+    assert rid is not None, lines
+    run_id = rid.group(1)
+    sshd = [pid for pids in netns.pids_in([f"mt{run_id}-h1", f"mt{run_id}-h2"]).values() for pid in pids]
+    assert len(sshd) >= 2
+    proc.kill()
+    proc.wait()
+    res = subprocess.run(
+        [sys.executable, "-m", "testbed.clean"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert f"mt{run_id}-" not in links
+    assert not netns.list_ours(run_id)
+    assert not Path(f"/run/manet/{run_id}").exists()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in sshd)
