@@ -286,4 +286,14 @@ def test_killed_bed_is_cleaned_by_make_clean() -> None:
     assert f"mt{run_id}-" not in links
     assert not netns.list_ours(run_id)
     assert not Path(f"/run/manet/{run_id}").exists()
-    assert not any(Path(f"/proc/{pid}").exists() for pid in sshd)
+    deadline = time.monotonic() + 10  # killed; init reaps them
+    while any(alive(pid) for pid in sshd) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in sshd)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
