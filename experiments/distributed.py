@@ -361,8 +361,6 @@ class DaskRuns:
                     raise RunFailed(f"no host connected to the scheduler for {idle:.0f} s") from None
 
     def __call__(self, request: RunRequest) -> RunRecord:
-        from distributed import get_worker  # noqa: F401 - the engine must be importable here
-
         task = PointTask(
             self.sweep_file,
             request.experiment,

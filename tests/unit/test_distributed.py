@@ -26,6 +26,7 @@ from experiments.distributed import (  # noqa: E402
     check_definition,
     check_host,
     check_row,
+    worker_threads,
 )
 from experiments.rows import RowStore, RunRecord  # noqa: E402
 from experiments.spec import Sweep, expand, load_sweep  # noqa: E402
@@ -198,3 +199,14 @@ def test_row_check() -> None:
     assert "revision 0123456789ab-dirty" in (check_row(fake_row(task, "h1", REV + "-dirty"), task) or "")
     other = PointTask("s.yaml", "dist", p.point_id, p.seed + 1, 1, "results", REV)
     assert "asked for" in (check_row(fake_row(task, "h1"), other) or "")
+
+
+def test_worker_threads_from_parallel(tmp_path: Path) -> None:
+    """A host's worker runs N at a time, or as many as its --parallel auto starts with."""
+    from experiments.capacity import AutoParallel
+    from experiments.sweep import make_concurrency
+
+    assert worker_threads("3", SWEEP, str(tmp_path)) == 3
+    auto = make_concurrency("auto", SWEEP, expand(SWEEP), tmp_path)
+    assert isinstance(auto, AutoParallel) and auto.start > 1  # chain5 is light: several per host
+    assert worker_threads("auto", SWEEP, str(tmp_path)) == auto.start

@@ -160,7 +160,7 @@ def _fake_host_results(dest: Path, experiment: str, n: int) -> None:
     try:
         sweep = load_sweep("experiments/sweeps/smoke.yaml")
         points = expand(sweep)
-        sw.run_points(sweep, points[:n], out_root=dest / "results", run_fn=fake)
+        sw.run_points(sweep, points[:n], out_root=dest / "results", data_dir=dest / "data", run_fn=fake)
         sw.copy_sweep_file("experiments/sweeps/smoke.yaml", dest / "results" / experiment)
     finally:
         os.chdir(cwd)
@@ -191,6 +191,7 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
         "testbed_sweep_controller_results": str(ctl),
         "testbed_sweep_tmp": str(tmp_path),
         "testbed_sweep_fetch": True,
+        "testbed_sweep_data": str(host_dest / "data"),  # the rows (the host's here: one machine)
     }
     args = ("-i", str(inv), "collect.yml", "-e", json.dumps(extra))
     first = run_playbook(*args)
