@@ -468,6 +468,9 @@ def worker_main(argv: list[str]) -> int:
     ap.add_argument(
         "--death-timeout", type=float, default=120.0, help="exit after this long without the scheduler (s)"
     )
+    ap.add_argument(
+        "--check-only", action="store_true", help="check the host (root, revision, sweep file) and exit"
+    )
     args = ap.parse_args(argv)
     name = args.name
     try:
@@ -480,6 +483,8 @@ def worker_main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     print(f"host {name}: {nthreads} runs at a time, scheduler {args.scheduler}", file=sys.stderr, flush=True)
+    if args.check_only:
+        return 0
     return _serve(args.scheduler, name, nthreads, args.death_timeout)
 
 
