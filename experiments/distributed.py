@@ -441,6 +441,70 @@ def start_controller(
 
 
 # --------------------------------------------------------------------------------------------
+# Static shards: the hosts' own rows files, merged on the controller
+
+
+def merge_rows(sweep: Sweep, data_dir: str | Path, files: list[Path], revision: str) -> tuple[int, list[str]]:
+    """Append to the controller's ``<data_dir>/<experiment>.csv`` the rows of the hosts' files
+    (static shards write rows on each host) that it does not have yet (by point id and run id).
+    A row is taken only if it is a point of this sweep definition and was made at ``revision``
+    (when given). Returns (rows appended, what was skipped and why)."""
+    from experiments.aggregate import METRICS
+    from experiments.rows import RowStore
+
+    store = RowStore(sweep.experiment, data_dir)
+    ids = {p.point_id: p.index for p in expand(sweep)}
+    have = {(r.point_id, r.run_id) for r in store.load(ids).records}
+    axes = list(sweep.axes())
+    added, notes = 0, []
+    for f in files:
+        if f.name != f"{sweep.experiment}.csv":
+            notes.append(f"{f}: not a rows file of {sweep.experiment!r}: skipped")
+            continue
+        loaded = RowStore(sweep.experiment, f.parent).load(ids)
+        notes.extend(loaded.problems)
+        for rec in loaded.records:
+            if (rec.point_id, rec.run_id) in have:
+                continue
+            if revision and rec.revision != revision:
+                notes.append(
+                    f"{f}: point {rec.point_id} (seed {rec.seed}, host {rec.host}) made at revision "
+                    f"{rec.revision or '?'}, the controller's is {revision}: skipped"
+                )
+                continue
+            store.append(rec, axes, list(METRICS))
+            have.add((rec.point_id, rec.run_id))
+            added += 1
+    return added, notes
+
+
+def merge_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments.distributed merge",
+        description="Merge the rows files brought from static-shard hosts into the controller's.",
+    )
+    ap.add_argument("sweep", help="the sweep file")
+    ap.add_argument("files", nargs="*", type=Path, help="the hosts' <experiment>.csv files")
+    ap.add_argument("--experiment", default=None, help="as the sweep's --experiment")
+    ap.add_argument("--data", default="docs/results/data", help="the controller's rows folder")
+    ap.add_argument("--any-revision", action="store_true", help="take rows made at any revision")
+    args = ap.parse_intermixed_args(argv)
+    try:
+        sweep = load_sweep(args.sweep)
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.experiment:
+        sweep = sweep.model_copy(update={"experiment": args.experiment})
+    revision = "" if args.any_revision else revision_of(Path.cwd())[0]
+    added, notes = merge_rows(sweep, args.data, list(args.files), revision)
+    for n in notes:
+        print(f"  {n}", file=sys.stderr)
+    print(f"{sweep.experiment}: {added} rows merged from {len(args.files)} host file(s)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
 # The worker launcher: ``python -m experiments.distributed worker``
 
 
@@ -512,9 +576,12 @@ def _serve(scheduler: str, name: str, nthreads: int, death_timeout: float) -> in
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] != "worker":
+    if args[:1] == ["merge"]:
+        return merge_main(args[1:])
+    if args[:1] != ["worker"]:
         print(
-            "usage: python -m experiments.distributed worker tcp://HOST:PORT --sweep FILE ...",
+            "usage: python -m experiments.distributed worker tcp://HOST:PORT --sweep FILE ...\n"
+            "       python -m experiments.distributed merge SWEEP HOST_ROWS.csv ...",
             file=sys.stderr,
         )
         return 2

@@ -210,3 +210,31 @@ def test_worker_threads_from_parallel(tmp_path: Path) -> None:
     auto = make_concurrency("auto", SWEEP, expand(SWEEP), tmp_path)
     assert isinstance(auto, AutoParallel) and auto.start > 1  # chain5 is light: several per host
     assert worker_threads("auto", SWEEP, str(tmp_path)) == auto.start
+
+
+def test_merge_rows_from_static_shards(tmp_path: Path) -> None:
+    """Static shards: each host's rows file is merged into the controller's; rows already there,
+    rows of another revision and rows of another sweep definition are not taken."""
+    from experiments.aggregate import METRICS
+    from experiments.distributed import merge_rows
+
+    pts = list(POINTS.values())
+    axes = list(SWEEP.axes())
+
+    def task(i: int) -> PointTask:
+        return PointTask("s.yaml", "dist", pts[i].point_id, pts[i].seed, 1, "results", REV)
+
+    ctl = RowStore("dist", tmp_path / "ctl")
+    ctl.append(fake_row(task(0), "h1"), axes, list(METRICS))
+    h1, h2 = RowStore("dist", tmp_path / "h1"), RowStore("dist", tmp_path / "h2")
+    h1.append(fake_row(task(0), "h1"), axes, list(METRICS))  # already on the controller
+    h1.append(fake_row(task(1), "h1"), axes, list(METRICS))
+    h2.append(fake_row(task(2), "h2"), axes, list(METRICS))
+    h2.append(fake_row(task(3), "h2", "fedcba987654"), axes, list(METRICS))  # another revision
+    added, notes = merge_rows(SWEEP, tmp_path / "ctl", [h1.path, h2.path], REV)
+    assert added == 2
+    assert [n for n in notes if "fedcba987654" in n and "host h2" in n], notes
+    got = ctl.load({p.point_id: p.index for p in pts}).counted()
+    assert sorted(r.point_id for r in got) == sorted(pts[i].point_id for i in (0, 1, 2))
+    again, _ = merge_rows(SWEEP, tmp_path / "ctl", [h1.path, h2.path], REV)
+    assert again == 0  # idempotent

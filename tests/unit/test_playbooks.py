@@ -160,7 +160,9 @@ def _fake_host_results(dest: Path, experiment: str, n: int) -> None:
     try:
         sweep = load_sweep("experiments/sweeps/smoke.yaml")
         points = expand(sweep)
-        sw.run_points(sweep, points[:n], out_root=dest / "results", data_dir=dest / "data", run_fn=fake)
+        sw.run_points(
+            sweep, points[:n], out_root=dest / "results", data_dir=dest / "docs/results/data", run_fn=fake
+        )
         sw.copy_sweep_file("experiments/sweeps/smoke.yaml", dest / "results" / experiment)
     finally:
         os.chdir(cwd)
@@ -191,7 +193,9 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
         "testbed_sweep_controller_results": str(ctl),
         "testbed_sweep_tmp": str(tmp_path),
         "testbed_sweep_fetch": True,
-        "testbed_sweep_data": str(host_dest / "data"),  # the rows (the host's here: one machine)
+        # the controller's rows: the host's are merged into them (fake runs record no revision)
+        "testbed_sweep_data": str(tmp_path / "ctl-data"),
+        "testbed_sweep_merge_any_revision": True,
     }
     args = ("-i", str(inv), "collect.yml", "-e", json.dumps(extra))
     first = run_playbook(*args)
@@ -201,6 +205,7 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
     assert len(runs) == 2
     lines = (ctl / "smoke" / "aggregate.csv").read_text().strip().splitlines()
     assert len(lines) == 3  # header + 2 runs
+    assert len((tmp_path / "ctl-data" / "smoke.csv").read_text().splitlines()) == 3  # merged once
 
     second = run_playbook(*args)
     assert second.returncode == 0, second.stdout[-3000:]
