@@ -80,9 +80,11 @@ class RunFailed(Exception):
 
 
 class RunFunction(Protocol):
-    """The seam: run one point and return its run directory, or raise (``RunFailed`` or any)."""
+    """The seam: run one point and return its run directory, or raise (``RunFailed`` or any).
+    A run function that ran the point on another host returns its row instead
+    (``experiments.distributed``)."""
 
-    def __call__(self, request: RunRequest) -> Path: ...
+    def __call__(self, request: RunRequest) -> Path | RunRecord: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,11 +409,15 @@ def run_points(
         )
         t0 = clock()
         try:
-            run_dir = Path(run_fn(req))
+            result = run_fn(req)
         except RunFailed as exc:
             return Outcome(point, "failed", exc.run_dir, str(exc), n)
         except Exception as exc:  # noqa: BLE001 - one failed run must not stop the sweep
             return Outcome(point, "failed", None, f"{type(exc).__name__}: {exc}", n)
+        if isinstance(result, RunRecord):  # run elsewhere (experiments.distributed): the row came back
+            status = "complete" if result.valid else "invalid"
+            return Outcome(point, status, None, "; ".join(result.invalid_reasons) or None, n, result)
+        run_dir = Path(result)
         if not is_complete(run_dir):
             return Outcome(point, "incomplete", run_dir, "summary.json not complete", n)
         rec = record_of(sweep, point, n, run_dir, clock() - t0)
@@ -662,6 +668,19 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         "--parallel", "-j", default="1", help="runs at a time: N, or auto (docs/experiments.md; default 1)"
     )
     ap.add_argument("--shard", default=None, help="run only points with index %% n == i, as i/n (0-based)")
+    ap.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="HOST:PORT",
+        help="spread the runs over hosts: start a Dask scheduler here for their workers "
+        "(experiments.distributed, docs/ansible.md)",
+    )
+    ap.add_argument(
+        "--no-worker-timeout",
+        type=float,
+        default=None,
+        help="with --scheduler: fail the waiting runs after this long with no host connected (s)",
+    )
     ap.add_argument("--out", default="results", help="results root for run directories (default results)")
     ap.add_argument("--data", default=str(DATA_DIR), help=f"rows folder, kept in git (default {DATA_DIR})")
     ap.add_argument("--experiment", default=None, help="override the sweep file's experiment name")
@@ -722,6 +741,29 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         print(conc.describe())
         return 0
 
+    if args.scheduler and shard is not None:
+        print(
+            "error: --scheduler hands runs out to hosts as they free up: no --shard with it", file=sys.stderr
+        )
+        return 2
+    controller = None
+    if args.scheduler:
+        from experiments.distributed import DEFAULT_NO_WORKER_TIMEOUT_S, start_controller
+
+        try:
+            controller = start_controller(
+                args.scheduler,
+                args.sweep,
+                lambda t: print(f"  {t}", file=sys.stderr, flush=True),
+                args.no_worker_timeout or DEFAULT_NO_WORKER_TIMEOUT_S,
+            )
+        except (ValueError, OSError) as exc:
+            print(f"error: --scheduler {args.scheduler}: {exc}", file=sys.stderr)
+            return 2
+        for w in controller.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        print(f"scheduler {controller.scheduler.address} (revision {controller.revision})", file=sys.stderr)
+        conc, run_fn = controller.slots, controller.runs
     copy_sweep_file(args.sweep, exp_dir)
     done_before = _done_ids(sweep, args.data)
     skipped = sum(p.point_id in done_before for p in points)
@@ -759,6 +801,9 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     except KeyboardInterrupt:
         print("interrupted: run the same command again to resume", file=sys.stderr)
         return 130
+    finally:
+        if controller is not None:
+            controller.close()
     elapsed = time.monotonic() - started
     print(
         f"sweep {sweep.experiment}{shard_txt}: ran {report.ran} ({report.completed} valid, "

@@ -32,10 +32,12 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def git_revision() -> dict[str, Any]:
+def git_revision(repo: Path = ROOT) -> dict[str, Any]:
+    """``{"rev": full hash or None, "dirty": tracked files changed (None if unknown)}`` of ``repo``."""
+
     def git(*args: str) -> str | None:
         try:
-            res = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+            res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return res.stdout.strip() if res.returncode == 0 else None

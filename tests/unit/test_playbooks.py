@@ -160,8 +160,9 @@ def _fake_host_results(dest: Path, experiment: str, n: int) -> None:
     try:
         sweep = load_sweep("experiments/sweeps/smoke.yaml")
         points = expand(sweep)
-        data = dest / "results" / experiment / "rows"  # as run.yml has the host keep them
-        sw.run_points(sweep, points[:n], out_root=dest / "results", data_dir=data, run_fn=fake)
+        sw.run_points(
+            sweep, points[:n], out_root=dest / "results", data_dir=dest / "docs/results/data", run_fn=fake
+        )
         sw.copy_sweep_file("experiments/sweeps/smoke.yaml", dest / "results" / experiment)
     finally:
         os.chdir(cwd)
@@ -190,10 +191,12 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
         "manet_dest": str(host_dest),
         "manet_sweep": "experiments/sweeps/smoke.yaml",
         "testbed_sweep_controller_results": str(ctl),
-        "testbed_sweep_controller_data": str(tmp_path / "ctl-data"),
         "testbed_sweep_controller_reports": str(tmp_path / "ctl-reports"),
         "testbed_sweep_tmp": str(tmp_path),
         "testbed_sweep_fetch": True,
+        # the controller's rows: the host's are merged into them (fake runs record no revision)
+        "testbed_sweep_data": str(tmp_path / "ctl-data"),
+        "testbed_sweep_merge_any_revision": True,
     }
     args = ("-i", str(inv), "collect.yml", "-e", json.dumps(extra))
     first = run_playbook(*args)
@@ -203,8 +206,7 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
     assert len(runs) == 2
     lines = (ctl / "smoke" / "aggregate.csv").read_text().strip().splitlines()
     assert len(lines) == 3  # header + 2 runs
-    merged = (tmp_path / "ctl-data" / "smoke.csv").read_text().strip().splitlines()
-    assert len(merged) == 3  # the host's 2 rows, merged into the controller's rows file
+    assert len((tmp_path / "ctl-data" / "smoke.csv").read_text().splitlines()) == 3  # merged once
 
     second = run_playbook(*args)
     assert second.returncode == 0, second.stdout[-3000:]

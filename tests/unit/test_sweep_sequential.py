@@ -302,7 +302,7 @@ def test_measured_cost_is_the_median_cores_per_run() -> None:
 
 
 def test_merging_hosts_rows_records_each_run_once(tmp_path: Path) -> None:
-    from experiments.rows import merge
+    from experiments.distributed import merge_rows
 
     sweep = parse_sweep(SEQ_YAML, "seq.yaml")
     points = expand(sweep)
@@ -312,9 +312,9 @@ def test_merging_hosts_rows_records_each_run_once(tmp_path: Path) -> None:
             sweep, shard, out_root=tmp_path / f"h{i}", data_dir=tmp_path / f"h{i}", run_fn=EffectRun()
         )
     srcs = [tmp_path / "h0" / "seq.csv", tmp_path / "h1" / "seq.csv"]
-    first = merge("seq", tmp_path / "ctl", srcs)
-    assert first.added == 16 and first.present == 0 and first.problems == []
-    again = merge("seq", tmp_path / "ctl", srcs)
-    assert again.added == 0 and again.present == 16
+    srcs = [p for p in srcs if p.exists()]
+    added, notes = merge_rows(sweep, tmp_path / "ctl", srcs, revision="")
+    assert added == 16 and notes == []
+    assert merge_rows(sweep, tmp_path / "ctl", srcs, revision="") == (0, [])
     counted = RowStore("seq", tmp_path / "ctl").load({p.point_id: p.index for p in points}).counted()
     assert sorted(r.point_id for r in counted) == sorted(p.point_id for p in points[:16])
