@@ -80,14 +80,16 @@ def test_a_known_effect_is_decided_early_and_no_effect_runs_to_max(tmp_path: Pat
         w: {r.seed for r in fake.calls if r.overrides["traffic.tcp[0].max_window_pkts"] == w} for w in (4, 8)
     }
     assert len(seeds_run[8]) == 30 and len(seeds_run[4]) < 15  # a decided block gets no more seeds
-    # paired: both variants of a block ran every seed the block used
+    # paired: the verdicts are computed on the seeds both variants ran; a block decided while
+    # some of its runs were in flight can have a few unpaired rows (at most parallel - 1)
     rows = RowStore("seq", tmp_path / "d").load().counted()
-    for w in ("4", "8"):
+    for w, comp in (("4", effect), ("8", none)):
         by_ext: dict[str, set[int]] = {}
         for r in rows:
             if r.params["traffic.tcp[0].max_window_pkts"] == w:
                 by_ext.setdefault(r.params["routing.extensions"], set()).add(r.seed)
-        assert by_ext["none"] == by_ext["abra"]
+        assert comp.change.n == len(by_ext["none"] & by_ext["abra"])
+        assert len(by_ext["none"] ^ by_ext["abra"]) <= 2
     # resuming finds every verdict from the rows alone and runs nothing
     again = EffectRun()
     report2 = sw.run_points(
