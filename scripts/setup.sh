@@ -30,7 +30,8 @@ apt_install() {
   local missing=() p
   if have dpkg-query; then
     local installed
-    installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "$@" 2>/dev/null | awk '$2 == "installed" {print $1}')
+    # (dpkg-query fails when one of them is unknown; what it printed still counts)
+    installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "$@" 2>/dev/null | awk '$2 == "installed" {print $1}' || true)
     for p in "$@"; do grep -qxF "$p" <<<"$installed" || missing+=("$p"); done
   else
     missing=("$@")

@@ -41,9 +41,9 @@ quickstart() {
 }
 
 # ---------------------------------------------------------------- inside the namespaces
-# in_namespaces ROOT MIRROR TARBALL: PID 1 of new PID and mount namespaces.
+# in_namespaces ROOT MIRROR TARBALL LOGDIR: in new PID and mount namespaces.
 in_namespaces() {
-  local root=$1 mirror=$2 tarball=$3
+  local root=$1 mirror=$2 tarball=$3 logs=$4
   say "debootstrap $SUITE ($VARIANT) from $tarball into $root"
   local t0=$SECONDS
   debootstrap --variant="$VARIANT" --unpack-tarball="$tarball" "$SUITE" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 \
@@ -64,24 +64,31 @@ in_namespaces() {
              PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
   local v
   for v in "${PASS_ENV[@]}"; do [ -n "${!v:-}" ] && env+=("$v=${!v}"); done
-  local cmd isolated=0 timings=()
+  local cmd isolated=0 timings=() n=0 log
   while IFS= read -r cmd; do
+    n=$((n + 1))
+    log=$logs/$n.log
     if [ "$isolated" = 0 ] && [[ "$cmd" == "make run"* ]]; then
       isolated=1
       say "from here on in a network namespace of its own (loopback only)"
     fi
-    say "# $cmd"
+    say "# $cmd (output: $log)"
     t0=$SECONDS
     if [ "$isolated" = 0 ]; then
-      chroot "$root" /usr/bin/env -i "${env[@]}" /bin/bash -ec "cd $CLONE && $cmd" </dev/null \
-        || die "'$cmd' failed in the fresh root (after $((SECONDS - t0)) s)"
+      chroot "$root" /usr/bin/env -i "${env[@]}" /bin/bash -ec "cd $CLONE && $cmd" </dev/null >"$log" 2>&1 || failed "$cmd" "$log" $t0
     else
-      unshare --net --mount -- bash "$REPO/scripts/test-fresh.sh" --isolated "$root" "$cmd" "${env[@]}" </dev/null \
-        || die "'$cmd' failed in the fresh root (after $((SECONDS - t0)) s)"
+      unshare --net --mount -- bash "$REPO/scripts/test-fresh.sh" --isolated "$root" "$cmd" "${env[@]}" </dev/null >"$log" 2>&1 \
+        || failed "$cmd" "$log" $t0
     fi
+    tail -n 12 "$log" | sed 's/^/  | /'
     timings+=("$cmd: $((SECONDS - t0)) s")
   done < <(quickstart)
   say "times: $(IFS=';'; echo "${timings[*]}" | sed 's/;/; /g')"
+}
+
+failed() {
+  tail -n 80 "$2" | sed 's/^/  | /' >&2
+  die "'$1' failed in the fresh root after $((SECONDS - $3)) s (last lines above; all of it: $2)"
 }
 
 # isolated ROOT CMD ENV...: one command in the root, in a fresh network namespace (unshare --net
@@ -128,7 +135,7 @@ fi
 if [ "${1:-}" = "--in-namespaces" ]; then
   shift
   MIRROR=$2 MIRROR_UPDATES=$4 MIRROR_SECURITY=$5
-  in_namespaces "$1" "$2" "$3"
+  in_namespaces "$1" "$2" "$3" "$6"
   exit
 fi
 
@@ -181,6 +188,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$root"
+# Each command's output, kept after the root file system is gone (results/ is not tracked).
+logs=$REPO/results/test-fresh/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$logs"
 
 arch=$(dpkg --print-architecture)
 tarball=$CACHE/debootstrap-$SUITE-$VARIANT-$arch.tgz
@@ -202,6 +212,6 @@ t0=$SECONDS
 # process of the namespace) dies with unshare; the mount namespace goes with its last process.
 setpriv --pdeathsig KILL unshare --mount --pid --fork --kill-child --mount-proc=/proc -- \
   timeout -s KILL "$TIMEOUT_S" bash "$REPO/scripts/test-fresh.sh" --in-namespaces "$root" "$MIRROR" "$tarball" \
-  "$MIRROR_UPDATES" "$MIRROR_SECURITY" \
+  "$MIRROR_UPDATES" "$MIRROR_SECURITY" "$logs" \
   || die "failed after $((SECONDS - t0)) s (the messages above say where)"
 say "ok in $((SECONDS - t0)) s on a fresh Debian $SUITE: $(printf "'%s' " "${cmds[@]}")"
