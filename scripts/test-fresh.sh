@@ -25,8 +25,9 @@ WORK=${MANET_FRESH_WORK:-/var/tmp/manet-fresh}
 MAX_AGE_DAYS=${MANET_FRESH_MAX_AGE_DAYS:-30}
 TIMEOUT_S=${MANET_FRESH_TIMEOUT_S:-3600}
 CLONE=/root/manet-testbed   # inside the root file system
-# The environment the quickstart runs in: a root login's, plus the host's proxies/index if set.
-PASS_ENV=(http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL)
+# The environment the quickstart runs in: a root login's, plus the host's network settings if
+# set (proxies, package index, pip's CA bundle: see site_cas).
+PASS_ENV=(http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_CERT)
 
 say() { echo "test-fresh: $*"; }
 die() { echo "test-fresh: $*" >&2; exit 1; }
@@ -51,6 +52,7 @@ in_namespaces() {
   say "debootstrap: $((SECONDS - t0)) s"
   sources >"$root/etc/apt/sources.list"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  site_cas "$root/usr/local/share/ca-certificates"
   git clone -q "$REPO" "$root$CLONE"
   say "clean clone of $(git -C "$root$CLONE" rev-parse --short HEAD) ($(git -C "$REPO" rev-parse --abbrev-ref HEAD)) in $CLONE"
 
@@ -100,6 +102,28 @@ isolated() {
   umount -R "$root/sys"
   mount_sys "$root"
   chroot "$root" /usr/bin/env -i "$@" /bin/bash -ec "cd $CLONE && $cmd"
+}
+
+# site_cas DIR: the host's site CA certificates (those of its bundle that no file of Debian's
+# ca-certificates holds: a TLS-inspecting proxy's, say) as DIR/manet-fresh-site-N.crt, where
+# the fresh root's ca-certificates, once the quickstart installs it, adds them to its bundle, as
+# on any Debian host behind that proxy. Debian's own certificates come from the fresh root's
+# package.
+site_cas() {
+  local bundle=/etc/ssl/certs/ca-certificates.crt
+  [ -r "$bundle" ] && [ -d /usr/share/ca-certificates ] || return 0
+  mkdir -p "$1"
+  # shellcheck disable=SC2046
+  awk -v bundle="$bundle" -v out="$1/manet-fresh-site-" '
+    /-----BEGIN CERTIFICATE-----/ {inb = 1; cur = ""}
+    inb {cur = cur $0 "\n"}
+    /-----END CERTIFICATE-----/ {
+      inb = 0
+      if (FILENAME != bundle) known[cur] = 1
+      else if (!(cur in known)) {n++; printf "%s", cur > (out n ".crt"); close(out n ".crt")}
+    }
+    END {if (n) print "test-fresh: the host'"'"'s site CA certificates (" n ") go to the fresh root"}
+  ' $(find /usr/share/ca-certificates -name '*.crt') "$bundle"
 }
 
 mount_sys() {
