@@ -45,6 +45,7 @@ quickstart() {
 # in_namespaces ROOT MIRROR TARBALL LOGDIR: in new PID and mount namespaces.
 in_namespaces() {
   local root=$1 mirror=$2 tarball=$3 logs=$4
+  ROOT_FS=$root LOGS=$logs
   say "debootstrap $SUITE ($VARIANT) from $tarball into $root"
   local t0=$SECONDS
   debootstrap --variant="$VARIANT" --unpack-tarball="$tarball" "$SUITE" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 \
@@ -85,11 +86,20 @@ in_namespaces() {
     tail -n 12 "$log" | sed 's/^/  | /'
     timings+=("$cmd: $((SECONDS - t0)) s")
   done < <(quickstart)
+  keep_results
   say "times: $(IFS=';'; echo "${timings[*]}" | sed 's/;/; /g')"
+}
+
+# The runs' results (results/ of the clone) go to the log folder.
+keep_results() {
+  if [ -d "$ROOT_FS$CLONE/results" ]; then
+    cp -a "$ROOT_FS$CLONE/results" "$LOGS/results" 2>/dev/null || true
+  fi
 }
 
 failed() {
   tail -n 80 "$2" | sed 's/^/  | /' >&2
+  keep_results
   die "'$1' failed in the fresh root after $((SECONDS - $3)) s (last lines above; all of it: $2)"
 }
 
@@ -204,6 +214,10 @@ done
 run_dir=$WORK/run.$$
 root=$run_dir/root
 cleanup() {
+  if [ -n "${MANET_FRESH_KEEP:-}" ]; then
+    say "MANET_FRESH_KEEP: root file system left in $root (nothing is mounted there)"
+    return
+  fi
   if findmnt -rn -o TARGET | grep -q "^$run_dir\(/\|$\)"; then
     echo "test-fresh: $run_dir still has mounts on the host: left in place" >&2
     return
