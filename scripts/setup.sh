@@ -11,8 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang gcc make llvm libbpf-dev libelf-dev zlib1g-dev iproute2 nftables iptables
           procps psmisc openssh-server sshpass util-linux ethtool)
-# What setup itself needs on top: Debian's Python with venv, and CA certificates for pip/cargo.
-SETUP_PKGS=(python3 python3-venv ca-certificates)
+# What setup itself needs on top: Debian's Python with venv, CA certificates for pip and cargo,
+# and python3-apt for the playbooks' apt module on this host (docs/ansible.md; check mode needs it).
+SETUP_PKGS=(python3 python3-venv ca-certificates python3-apt)
 SYSTEM_PYTHON=/usr/bin/python3   # Debian's, whatever else is first on the PATH (pyenv, conda)
 VENV=.venv
 PY_MIN=3.11

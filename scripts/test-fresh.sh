@@ -57,6 +57,8 @@ in_namespaces() {
   git clone -q "$REPO" "$root$CLONE"
   say "clean clone of $(git -C "$root$CLONE" rev-parse --short HEAD) ($(git -C "$REPO" rev-parse --abbrev-ref HEAD)) in $CLONE"
 
+  # The root a mount point, as / is on a real system (ip netns exec makes / a slave mount).
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount_sys "$root"
   mount --rbind /dev "$root/dev"
