@@ -89,6 +89,25 @@ in_namespaces() {
     timings+=("$cmd: $((SECONDS - t0)) s")
   done < <(quickstart)
   keep_results
+  if [ "${MANET_FRESH_PROVISION:-1}" = 1 ]; then
+    # The Ansible role on the same fresh system, as a host of its own (local connection): a
+    # second checkout in /opt/manet-testbed, its venv, the medium built with Debian's cargo;
+    # run twice, the second must change nothing.
+    cat >"$root/root/fresh-hosts.yml" <<'YAML'
+testbed_hosts:
+  hosts:
+    localhost: {ansible_connection: local, ansible_python_interpreter: /usr/bin/python3, ansible_become: false}
+YAML
+    local play="cd $CLONE/playbooks && ../.venv/bin/ansible-playbook -i /root/fresh-hosts.yml provision.yml"
+    local check="test \"\$(cat /opt/manet-testbed/.venv/pyvenv.cfg | grep ^home)\" = 'home = /usr/bin' && /opt/manet-testbed/medium/target/release/manet-medium --help 2>&1 | grep -q usage"
+    cmd="$play && $check && $play | tee /dev/stderr | grep -Eq 'localhost +: ok=[0-9]+ +changed=0 '"
+    log=$logs/provision.log
+    say "# provision.yml on the fresh system, twice (output: $log)"
+    t0=$SECONDS
+    chroot "$root" /usr/bin/env -i "${env[@]}" /bin/bash -ec "$cmd" </dev/null >"$log" 2>&1 || failed "provision.yml" "$log" $t0
+    grep -E "^localhost +:" "$log" | sed 's/^/  | /'
+    timings+=("provision.yml twice: $((SECONDS - t0)) s")
+  fi
   say "times: $(IFS=';'; echo "${timings[*]}" | sed 's/;/; /g')"
 }
 
