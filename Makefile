@@ -13,10 +13,13 @@ CARGO     := bash ../scripts/cargo.sh
 # Targets that run Python need the venv (unless PY names another interpreter).
 NEED_PY   := $(filter $(VENV)/bin/python,$(PY))
 
-.PHONY: setup run test test-unit test-netns test-fresh bench clean lint medium help
+PAPER     ?=
+BUDGET    ?=
+
+.PHONY: setup run test test-full test-unit test-netns test-fresh bench clean lint medium help reproduce
 
 help:
-	@echo "make setup | run [SCENARIO=path SEED=n] | test | test-unit | test-fresh | bench | clean | lint"
+	@echo "make setup | run [SCENARIO=path SEED=n] | test | test-unit | test-fresh | bench | clean | lint | reproduce PAPER=name [BUDGET=2h]"
 
 setup:
 	bash scripts/setup.sh
@@ -34,9 +37,15 @@ $(FASTPATH): nodes/router/native/fastpath.c
 run: medium $(FASTPATH) | $(NEED_PY)
 	$(PY) -m testbed.run $(SCENARIO) $(if $(SEED),--seed $(SEED)) --experiment $(EXPERIMENT)
 
+# CI's tier: everything but the tests marked slow (long real-time scenarios and the veth-level
+# duplicates of the kernel-TCP mechanism tests, which test-full runs; tests/README.md).
 test: medium $(FASTPATH) | $(NEED_PY)
 	cd medium && $(CARGO) test --release -q
-	$(PYTEST) tests --timeout 600
+	$(PYTEST) tests -m "not slow" --timeout 600
+
+test-full: medium $(FASTPATH) | $(NEED_PY)
+	cd medium && $(CARGO) test --release -q
+	$(PYTEST) tests --timeout 900
 
 test-unit: | $(NEED_PY)
 	$(PYTEST) tests -m "not netns"
@@ -50,6 +59,14 @@ test-fresh:
 
 bench: medium $(FASTPATH) | $(NEED_PY)
 	PY=$(PY) bash scripts/bench.sh
+
+# A paper's sweep (experiments/sweeps/$(PAPER).yaml) with --parallel auto and sequential seeds within
+# the budget, resuming from its rows in docs/results/data/, then its report docs/results/$(PAPER).md.
+reproduce: medium $(FASTPATH) | $(NEED_PY)
+	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=<name> [BUDGET=2h]; papers: $$(ls experiments/sweeps | grep -v -e small -e mini -e smoke | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
+	@test -f experiments/sweeps/$(PAPER).yaml || { echo "error: experiments/sweeps/$(PAPER).yaml: no such sweep"; exit 2; }
+	$(PY) -m experiments.sweep experiments/sweeps/$(PAPER).yaml --parallel auto $(if $(BUDGET),--budget $(BUDGET)) || test $$? -eq 1
+	$(PY) -m experiments.compare $(PAPER) --quiet
 
 clean: | $(NEED_PY)
 	$(PY) -m testbed.clean

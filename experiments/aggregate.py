@@ -1,7 +1,8 @@
-"""Aggregate a sweep's runs: ``python -m experiments.aggregate EXPERIMENT [--out results]``.
+"""Aggregate a sweep's runs: ``python -m experiments.aggregate EXPERIMENT [--data DIR] [--out results]``.
 
-Reads only ``results/<experiment>/`` (every run directory below it with a ``sweep-point.json`` and a
-complete ``summary.json``, so results collected from several hosts count too) and writes:
+Reads only the experiment's rows, ``docs/results/data/<experiment>.csv`` (``experiments.rows``; kept
+in git, so a new machine aggregates what another ran), counts the valid ones (one per point; invalid
+runs and skipped rows are reported, never averaged in) and writes into ``results/<experiment>/``:
 
 - ``aggregate.csv`` — one row per run: the point's parameters, the seed, run metrics (totals over
   the TCP flows; UDP cross traffic is left out) and, per TCP flow k, ``flow<k>_throughput_bps``,
@@ -20,19 +21,17 @@ throughput of the slowest flow (Liu 2001's file transfer time when flows send a 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from experiments.rundirs import SWEEP_COPY, completed_runs, read_json, read_point, read_summary
-from experiments.spec import label
+import pandas as pd
+
+from experiments.rows import DATA_DIR, RowStore, RunRecord, axes_of, fmt_num
 from experiments.stats import Summary, summarize
 
 #: Per-run metrics, in CSV column order, with their meaning.
@@ -50,8 +49,6 @@ METRICS: Final[dict[str, str]] = {
     "packet_loss_pct": "IP packets the stations sent into the MANET and never delivered, % (summary.json)",
     "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
 }
-
-_BASE_COLS: Final = ("experiment", "point_id", "index", "seed", "run_id", "run_dir", "duration_s", "n_flows")
 
 
 def _num(value: Any) -> float:
@@ -127,195 +124,150 @@ def run_metrics(
 
 
 @dataclass
-class RunRow:
-    """One completed run of a sweep point."""
-
-    point_id: str
-    index: int
-    params: dict[str, Any]
-    seed: int
-    run_dir: Path
-    summary: dict[str, Any]
-    metrics: dict[str, float]
-    flows: list[dict[str, float]]
-
-
-def load_runs(exp_dir: Path) -> list[RunRow]:
-    """Every completed point of the experiment (one run each), in sweep order."""
-    rows: list[RunRow] = []
-    for pid, run_dir in completed_runs(exp_dir).items():
-        point = read_point(run_dir)
-        summary = read_summary(run_dir)
-        if point is None or summary is None:
-            continue
-        metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
-        raw = dict(point.get("params") or {})
-        order = [a for a in point.get("axes") or [] if a in raw]
-        params = {a: raw[a] for a in order + sorted(set(raw) - set(order))}
-        rows.append(
-            RunRow(
-                pid,
-                int(point.get("index", 0)),
-                params,
-                int(point["seed"]),
-                run_dir,
-                summary,
-                metrics,
-                flows,
-            )
-        )
-    rows.sort(key=lambda r: (r.index, r.seed, r.point_id))
-    return rows
-
-
-@dataclass
 class Group:
-    """The runs of one point over its seeds."""
+    """The counted runs of one point over its seeds."""
 
     params: dict[str, str]  # axis -> label
-    runs: list[RunRow] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
 
     @property
     def seeds(self) -> list[int]:
         return sorted(r.seed for r in self.runs)
 
     def stat(self, metric: str) -> Summary:
-        return summarize([r.metrics.get(metric, math.nan) for r in self.runs])
+        return summarize([r.metric(metric) for r in self.runs])
+
+    def by_seed(self, metric: str) -> dict[int, float]:
+        return {r.seed: r.metric(metric) for r in self.runs}
 
 
-def group_runs(rows: Iterable[RunRow]) -> list[Group]:
+def group_runs(rows: Iterable[RunRecord]) -> list[Group]:
     out: dict[tuple[tuple[str, str], ...], Group] = {}
     for r in rows:
-        labels = {k: label(v) for k, v in r.params.items()}
-        key = tuple(labels.items())
-        out.setdefault(key, Group(labels)).runs.append(r)
+        key = tuple(r.params.items())
+        out.setdefault(key, Group(dict(r.params))).runs.append(r)
     return list(out.values())
 
 
-def _fmt(x: Any) -> str:
-    if isinstance(x, float):
-        if math.isnan(x):
-            return ""
-        return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.6g}"
-    return str(x)
+@dataclass
+class Rows:
+    """An experiment's rows as aggregation sees them: the counted records (valid, one per point, in
+    sweep order), the invalid ones (the re-runs they caused) and what was skipped and why."""
+
+    experiment: str
+    axes: list[str]
+    counted: list[RunRecord]
+    invalid: list[RunRecord]
+    problems: list[str]
 
 
-def _param_cols(rows: Iterable[RunRow]) -> list[str]:
-    cols: list[str] = []
-    for r in rows:
-        for k in r.params:
-            if k not in cols:
-                cols.append(k)
-    return cols
+def load_rows(
+    experiment: str, data_dir: str | Path = DATA_DIR, point_ids: Mapping[str, int] | None = None
+) -> Rows:
+    """The experiment's rows from ``<data_dir>/<experiment>.csv`` (``experiments.rows``).
+
+    ``point_ids`` (a sweep's point id -> index) rejects rows of another sweep definition; without
+    it, every well-formed row counts."""
+    store = RowStore(experiment, data_dir)
+    loaded = store.load(point_ids)
+    counted = sorted(loaded.counted(), key=lambda r: (r.index, r.seed, r.point_id))
+    return Rows(experiment, axes_of(store.columns() or []), counted, loaded.invalid(), loaded.problems)
 
 
-def aggregate_csv(exp_dir: Path, rows: list[RunRow]) -> str:
-    pcols = _param_cols(rows)
-    nflows = max((len(r.flows) for r in rows), default=0)
-    fcols = [
-        f"flow{k}_{m}"
-        for k in range(1, nflows + 1)
-        for m in ("throughput_bps", "tcp_timeouts", "retransmits")
-    ]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*_BASE_COLS[:3], *pcols, *_BASE_COLS[3:], *METRICS, *fcols])
-    for r in rows:
-        try:
-            rel = str(r.run_dir.resolve().relative_to(exp_dir.resolve()))
-        except ValueError:
-            rel = str(r.run_dir)
-        flow_vals = [
-            _fmt(r.flows[k][m]) if k < len(r.flows) else ""
-            for k in range(nflows)
-            for m in ("throughput_bps", "tcp_timeouts", "retransmits")
-        ]
-        w.writerow(
-            [
-                exp_dir.name,
-                r.point_id,
-                r.index,
-                *(label(r.params[c]) if c in r.params else "" for c in pcols),
-                r.seed,
-                r.summary.get("run_id", r.run_dir.name),
-                rel,
-                _fmt(_num(r.summary.get("duration_s"))),
-                len(r.flows),
-                *(_fmt(r.metrics[m]) for m in METRICS),
-                *flow_vals,
-            ]
-        )
-    return buf.getvalue()
+def frame(rows: Rows) -> pd.DataFrame:
+    """One row per counted run: point, axes, seed, metrics, per-flow columns (pandas)."""
+    nflows = max((len(r.flows) for r in rows.counted), default=0)
+    records = []
+    for r in rows.counted:
+        rec: dict[str, Any] = {"experiment": rows.experiment, "point_id": r.point_id, "index": r.index}
+        rec.update({a: r.params.get(a, "") for a in rows.axes})
+        rec.update({"seed": r.seed, "run_id": r.run_id, "revision": r.revision, "host": r.host})
+        rec.update({"duration_s": r.duration_s, "n_flows": len(r.flows)})
+        rec.update({m: r.metric(m) for m in METRICS})
+        for k in range(nflows):
+            f = r.flows[k] if k < len(r.flows) else None
+            rec[f"flow{k + 1}_throughput_bps"] = f.throughput_bps if f else math.nan
+            rec[f"flow{k + 1}_tcp_timeouts"] = f.tcp_timeouts if f else math.nan
+            rec[f"flow{k + 1}_retransmits"] = f.retransmits if f else math.nan
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
 
 
-def summary_csv(exp_dir: Path, rows: list[RunRow]) -> str:
-    pcols = _param_cols(rows)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    stat_cols = [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "ci90", "ci95")]
-    w.writerow(["experiment", *pcols, "n_runs", "seeds", *stat_cols])
-    for g in group_runs(rows):
-        vals: list[str] = []
+def _to_csv(df: pd.DataFrame) -> str:
+    out = df.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            out[col] = [fmt_num(float(x)) for x in out[col]]
+    text: str = out.to_csv(index=False, lineterminator="\n")
+    return text
+
+
+def aggregate_csv(rows: Rows) -> str:
+    return _to_csv(frame(rows))
+
+
+def summary_frame(rows: Rows) -> pd.DataFrame:
+    """One row per point over its seeds: n_runs, seeds, and per metric mean, std, ci90, ci95."""
+    out = []
+    for g in group_runs(rows.counted):
+        rec: dict[str, Any] = {"experiment": rows.experiment, **{a: g.params.get(a, "") for a in rows.axes}}
+        rec["n_runs"] = len(g.runs)
+        rec["seeds"] = " ".join(map(str, g.seeds))
         for m in METRICS:
             s = g.stat(m)
-            vals += [_fmt(s.mean), _fmt(s.std), _fmt(s.ci90), _fmt(s.ci95)]
-        w.writerow(
-            [
-                exp_dir.name,
-                *(g.params.get(c, "") for c in pcols),
-                len(g.runs),
-                " ".join(map(str, g.seeds)),
-                *vals,
-            ]
-        )
-    return buf.getvalue()
+            rec.update({f"{m}_mean": s.mean, f"{m}_std": s.std, f"{m}_ci90": s.ci90, f"{m}_ci95": s.ci95})
+        out.append(rec)
+    return pd.DataFrame.from_records(out)
+
+
+def summary_csv(rows: Rows) -> str:
+    return _to_csv(summary_frame(rows))
 
 
 def write_if_changed(path: Path, text: str) -> bool:
     """Replace ``path`` atomically with ``text`` unless it already holds exactly that; True if written."""
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return True
 
 
-def aggregate(exp_dir: Path) -> dict[Path, bool]:
-    """Write ``aggregate.csv`` and ``summary.csv``; returns each path and whether it changed."""
-    exp_dir.mkdir(parents=True, exist_ok=True)
-    if not (exp_dir / SWEEP_COPY).exists():  # results collected from hosts: adopt one host's copy
-        copies = sorted(exp_dir.rglob(SWEEP_COPY))
-        if copies:
-            shutil.copyfile(copies[0], exp_dir / SWEEP_COPY)
-    rows = load_runs(exp_dir)
+def aggregate(rows: Rows, out_dir: Path) -> dict[Path, bool]:
+    """Write ``aggregate.csv`` and ``summary.csv`` into ``out_dir``; each path and whether it changed."""
+    if not rows.counted:
+        return {}
     return {
-        exp_dir / "aggregate.csv": write_if_changed(exp_dir / "aggregate.csv", aggregate_csv(exp_dir, rows)),
-        exp_dir / "summary.csv": write_if_changed(exp_dir / "summary.csv", summary_csv(exp_dir, rows)),
+        out_dir / "aggregate.csv": write_if_changed(out_dir / "aggregate.csv", aggregate_csv(rows)),
+        out_dir / "summary.csv": write_if_changed(out_dir / "summary.csv", summary_csv(rows)),
     }
-
-
-def experiment_dir(name: str, out: str = "results") -> Path:
-    """``EXPERIMENT`` may be a name (under ``out``) or a path to the experiment folder."""
-    p = Path(name)
-    return p if (p.is_dir() and (p / SWEEP_COPY).exists()) or "/" in name else Path(out) / name
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m experiments.aggregate", description="Write aggregate.csv and summary.csv."
+        prog="python -m experiments.aggregate",
+        description="Write aggregate.csv and summary.csv from docs/results/data/<experiment>.csv.",
     )
-    ap.add_argument("experiment", help="experiment name (results/<name>) or folder")
-    ap.add_argument("--out", default="results")
+    ap.add_argument("experiment", help="experiment name (its rows: <data>/<name>.csv)")
+    ap.add_argument("--data", default=str(DATA_DIR), help=f"rows folder (default {DATA_DIR})")
+    ap.add_argument(
+        "--out", default="results", help="where <experiment>/aggregate.csv goes (default results)"
+    )
     args = ap.parse_args(argv)
-    exp_dir = experiment_dir(args.experiment, args.out)
-    if not exp_dir.is_dir():
-        print(f"error: {exp_dir}: no such experiment folder", file=sys.stderr)
+    rows = load_rows(args.experiment, args.data)
+    for p in rows.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    if not rows.counted:
+        print(f"error: {RowStore(args.experiment, args.data).path}: no valid rows", file=sys.stderr)
         return 2
-    written = aggregate(exp_dir)
-    n = len(load_runs(exp_dir))
+    written = aggregate(rows, Path(args.out) / args.experiment)
     for path, changed in written.items():
-        print(f"{path}: {'written' if changed else 'unchanged'} ({n} runs)")
+        print(
+            f"{path}: {'written' if changed else 'unchanged'} ({len(rows.counted)} runs, "
+            f"{len(rows.invalid)} invalid re-run, {len(rows.problems)} rows skipped)"
+        )
     return 0
 
 

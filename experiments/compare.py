@@ -1,10 +1,22 @@
-"""Our numbers beside the papers': ``python -m experiments.compare EXPERIMENT [--paper KEY] [--out results]``.
+"""Our numbers beside the papers': ``python -m experiments.compare EXPERIMENT [--sweep FILE] [--paper KEY]``.
 
-Reads only ``results/<experiment>/`` (the runs, and ``sweep.yaml`` for the paper's key) and writes
-``comparison.md`` there — each headline number of the paper (``experiments.papers``) with ours, the
-number of point pairs and runs behind it, and whether the direction of the effect agrees — plus the
-paper's figures drawn from our runs (``<figure>.png``, mean and 95 % confidence bars over seeds) and
-``<paper>-claims.png``, a bar chart of the paper's relative numbers against ours.
+Reads only the experiment's rows (``docs/results/data/<experiment>.csv``, kept in git) and its sweep
+file (``experiments/sweeps/<experiment>.yaml`` unless ``--sweep``: the paper's key, the description
+and the point ids that rows must belong to), and writes the report ``docs/results/<experiment>.md``
+with its figures beside it (``docs/results/<experiment>-<figure>.png``), so deleting ``results/``
+and running this again gives the same report (issue 10, item 4).
+
+Each headline number of the paper (``experiments.papers``) is put beside ours with its 95 % interval
+and a verdict (issue 12): a relative claim is the paired change 100 x (mean(treatment) /
+mean(baseline) - 1) over the seeds both points ran, with Fieller's interval for a ratio of paired
+means (``experiments.stats.paired_change``), combined over the paper's points as it states them
+(the mean of the changes, with a delta-method interval over common seeds; or the extreme for "up
+to").
+**reproduced**: same direction as the paper and the interval excludes zero; **contradicted**:
+opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero.
+A paper's "no effect" (|paper| < 1 %) is reproduced when our interval lies within +-5 %. Then:
+is our size within a factor of 2 of the paper's? A hand-written section, ``docs/results/notes/
+<experiment>.md`` (the setup as run, deviations explained), is included when it exists.
 """
 
 from __future__ import annotations
@@ -12,75 +24,113 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from experiments.aggregate import Group, RunRow, experiment_dir, group_runs, load_runs, write_if_changed
+from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_changed
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
-from experiments.rundirs import SWEEP_COPY
-from experiments.spec import label
-from experiments.stats import summarize
+from experiments.rows import DATA_DIR, RunRecord
+from experiments.spec import Sweep, SweepError, expand, label, load_sweep
+from experiments.stats import NAN_CHANGE, Change, paired_change, summarize
+
+#: Where reports and their figures go (kept in git).
+REPORTS_DIR = Path("docs/results")
+#: A paper's "no effect" is reproduced when our interval lies within +- this many percent.
+NO_EFFECT_BAND_PCT = 5.0
+#: Our size agrees with the paper's when their ratio is within this factor.
+SIZE_FACTOR = 2.0
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """Our value for a claim; ``value`` is NaN when the sweep has no matching points."""
+    """Our value for a claim, with its interval; ``change.value`` is NaN without matching points."""
 
     claim: Claim
-    value: float
-    pairs: int
+    change: Change
+    pairs: int  # points (blocks) behind the value
     runs: int
     note: str = ""
 
     @property
-    def agrees(self) -> str:
-        """Whether our effect has the paper's direction ("yes"/"no"; "-" if not measurable)."""
-        if math.isnan(self.value) or self.claim.kind != "change_pct":
+    def value(self) -> float:
+        return self.change.value
+
+    @property
+    def verdict(self) -> str:
+        c = self.change
+        if math.isnan(c.value):
             return "-"
-        if abs(self.claim.paper) < 1.0:  # the paper saw no effect: agree if ours is small too
-            return "yes" if abs(self.value) < 5.0 else "no"
-        return "yes" if (self.value > 0) == (self.claim.paper > 0) else "no"
+        if self.claim.kind != "change_pct":
+            return "measured"
+        if math.isnan(c.low):
+            return "inconclusive"
+        if abs(self.claim.paper) < 1.0:
+            if -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
+                return "reproduced"
+            return "contradicted" if c.excludes_zero() else "inconclusive"
+        if not c.excludes_zero():
+            return "inconclusive"
+        return "reproduced" if (c.value > 0) == (self.claim.paper > 0) else "contradicted"
+
+    @property
+    def within_factor(self) -> str:
+        """Is our size within ``SIZE_FACTOR`` of the paper's (for a reproduced relative claim)?"""
+        if self.verdict != "reproduced" or abs(self.claim.paper) < 1.0:
+            return "-"
+        ratio = self.value / self.claim.paper
+        return "yes" if 1.0 / SIZE_FACTOR <= ratio <= SIZE_FACTOR else f"no ({ratio:.2g}x)"
 
 
-def _matches(params: Mapping[str, str], where: Mapping[str, Any]) -> bool:
+def _matches(params: Mapping[str, str], where: Mapping[str, object]) -> bool:
     return all(k in params and params[k] == label(v) for k, v in where.items())
 
 
-def _mean(group: Group, metric: str) -> float:
-    return group.stat(metric).mean
+def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[list[float], list[float]]]:
+    """Per block, (treatment, baseline) values over the seeds every block has for both."""
+    common: set[int] | None = None
+    for t, b in blocks:
+        seeds = set(t.by_seed(metric)) & set(b.by_seed(metric))
+        common = seeds if common is None else common & seeds
+    order = sorted(common or ())
+    out = []
+    for t, b in blocks:
+        tv, bv = t.by_seed(metric), b.by_seed(metric)
+        out.append(([tv[s] for s in order], [bv[s] for s in order]))
+    return out
 
 
 def evaluate(claim: Claim, groups: list[Group]) -> Result:
-    """Compute ``claim`` over the sweep's point groups (see ``experiments.papers.Claim``)."""
+    """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``)."""
     treated = [g for g in groups if _matches(g.params, claim.where)]
     if not treated:
-        return Result(claim, math.nan, 0, 0, "no matching points in this sweep")
-    values: list[float] = []
-    runs = 0
+        return Result(claim, NAN_CHANGE, 0, 0, "no matching points in this sweep")
+    if claim.kind == "value":
+        vals = [r.metric(claim.metric) for g in treated for r in g.runs]
+        st = summarize(vals)
+        ch = Change(st.n, st.mean, st.mean - st.ci95, st.mean + st.ci95, 0.95, "student-t")
+        return Result(claim, ch, len(treated), st.n)
+    blocks: list[tuple[Group, Group]] = []
     for g in treated:
-        t = _mean(g, claim.metric)
-        if claim.kind == "value":
-            if not math.isnan(t):
-                values.append(t)
-                runs += len(g.runs)
-            continue
         want = {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
         base = next((b for b in groups if b.params == want), None)
-        if base is None:
-            continue
-        b = _mean(base, claim.metric)
-        if math.isnan(t) or math.isnan(b) or b == 0:
-            continue
-        values.append(100.0 * (t / b - 1.0))
-        runs += len(g.runs) + len(base.runs)
-    if not values:
-        return Result(claim, math.nan, 0, 0, "no baseline points or no metric values")
-    combined = {"mean": sum(values) / len(values), "max": max(values), "min": min(values)}[claim.combine]
-    return Result(claim, combined, len(values), runs)
+        if base is not None:
+            blocks.append((g, base))
+    if not blocks:
+        return Result(claim, NAN_CHANGE, 0, 0, "no baseline points")
+    if claim.combine == "mean":
+        change = paired_change(_aligned(blocks, claim.metric))
+        runs = 2 * change.n * len(blocks)
+        note = f"mean of {len(blocks)} points" if len(blocks) > 1 else ""
+        return Result(claim, change, len(blocks), runs, note)
+    per_block = [(paired_change(_aligned([blk], claim.metric)), blk) for blk in blocks]
+    per_block = [(c, blk) for c, blk in per_block if not math.isnan(c.value)]
+    if not per_block:
+        return Result(claim, NAN_CHANGE, len(blocks), 0, "no paired seeds")
+    pick = max if claim.combine == "max" else min
+    change, (g, _) = pick(per_block, key=lambda cb: cb[0].value)
+    where = ", ".join(f"{k}={v}" for k, v in g.params.items() if k not in claim.where)
+    return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}")
 
 
 def _fmt(x: float, unit: str) -> str:
@@ -89,30 +139,59 @@ def _fmt(x: float, unit: str) -> str:
     return f"{x:+.1f} %" if unit == "%" else f"{x:.3g} {unit}"
 
 
+def _interval(c: Change, unit: str) -> str:
+    if math.isnan(c.low):
+        return "n/a"
+    if unit == "%":
+        return f"[{c.low:+.1f}, {c.high:+.1f}]"
+    return f"[{c.low:.3g}, {c.high:.3g}]"
+
+
 def comparison_markdown(
-    exp: str, paper: Paper, results: list[Result], groups: list[Group], sweep_desc: str
+    exp: str, paper: Paper, results: list[Result], rows: Rows, sweep: Sweep, notes: str
 ) -> str:
+    groups = group_runs(rows.counted)
+    revisions = sorted({r.revision for r in rows.counted if r.revision})
+    hosts = sorted({r.host for r in rows.counted if r.host})
+    wall_h = sum(r.wall_s for r in [*rows.counted, *rows.invalid] if r.wall_s > 0) / 3600.0
+    seq = sweep.sequential
+    seeds_txt = (
+        f"sequential, {seq.min} to {seq.max} paired seeds per block until {seq.until.metric} "
+        f"({seq.until.axis} vs {label(seq.until.baseline)}) is decided"
+        if seq
+        else f"{len(sweep.seed_list())} seeds per point"
+    )
     lines = [
         f"# {exp}: our results beside {paper.title}",
         "",
-        f"Generated by `python -m experiments.compare {exp}` from "
-        f"{sum(len(g.runs) for g in groups)} runs in {len(groups)} points. {sweep_desc}".rstrip(),
+        f"Generated by `python -m experiments.compare {exp}` from the rows in "
+        f"`docs/results/data/{exp}.csv`: {len(rows.counted)} valid runs in {len(groups)} points "
+        f"({len(rows.invalid)} invalid runs re-run, {len(rows.problems)} rows skipped). "
+        f"Scenario `{sweep.scenario}`, {seeds_txt}. {sweep.description}".rstrip(),
         "",
-        "Relative numbers are 100 x (ours / baseline - 1) per pair of points that differ only in the "
-        "compared setting, combined as the paper states them (mean, or the extreme for 'up to').",
+        f"Revisions: {', '.join(revisions) or 'n/a'}. Hosts: {', '.join(hosts) or 'n/a'}. "
+        f"Run time paid: {wall_h:.1f} h of wall clock over all runs (before parallelism).",
         "",
-        "| claim | paper | ours | pairs | runs | same direction | note |",
-        "|---|---|---|---|---|---|---|",
+        "Relative numbers are paired changes 100 x (mean(ours) / mean(baseline) - 1) over the seeds "
+        "both points ran, with 95 % intervals (Fieller for one point, delta method for a mean over "
+        "points); verdicts as in "
+        "docs/experiments.md.",
+        "",
+        "| claim | paper | ours | 95 % interval | seeds | points | verdict | size within 2x | note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         c = r.claim
         lines.append(
-            f"| {c.text} | {_fmt(c.paper, c.unit)} | {_fmt(r.value, c.unit)} | {r.pairs} | {r.runs} | "
-            f"{r.agrees} | {r.note} |"
+            f"| {c.text} | {_fmt(c.paper, c.unit)} | {_fmt(r.value, c.unit)} | "
+            f"{_interval(r.change, c.unit)} | {r.change.n} | {r.pairs} | {r.verdict} | "
+            f"{r.within_factor} | {r.note} |"
         )
     missing = NOT_REPRODUCED.get(paper.key, [])
     if missing:
         lines += ["", "Not compared here:", ""] + [f"- {m}" for m in missing]
+    if notes:
+        lines += ["", notes.strip()]
     lines += ["", "## Our points (mean ± 95 % CI over seeds)", ""]
     if groups:
         axes = list(groups[0].params)
@@ -122,13 +201,17 @@ def comparison_markdown(
         for g in groups:
             cells = []
             for m in metrics:
-                s = g.stat(m)
-                ci = "" if math.isnan(s.ci95) else f" ± {s.ci95:.3g}"
-                cells.append("n/a" if math.isnan(s.mean) else f"{s.mean:.4g}{ci}")
+                st = g.stat(m)
+                ci = "" if math.isnan(st.ci95) else f" ± {st.ci95:.3g}"
+                cells.append("n/a" if math.isnan(st.mean) else f"{st.mean:.4g}{ci}")
             lines.append("| " + " | ".join([*(g.params[a] for a in axes), str(len(g.runs)), *cells]) + " |")
     else:
-        lines.append("No completed runs yet.")
-    figs = [f"![{f.title}]({f.name}.png)" for f in paper.figures] + [f"![claims]({paper.key}-claims.png)"]
+        lines.append("No valid runs yet.")
+    if rows.problems:
+        lines += ["", "Rows skipped:", ""] + [f"- {p}" for p in rows.problems[:20]]
+    figs = [f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures] + [
+        f"![claims]({figure_file(exp, paper, 'claims')})"
+    ]
     lines += ["", "## Figures", "", *figs, ""]
     return "\n".join(lines)
 
@@ -140,15 +223,15 @@ def _num_or_str(v: str) -> tuple[int, float | str]:
         return (1, v)
 
 
-def draw_figure(fig: Figure, rows: list[RunRow], out: Path) -> bool:
+def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     """Draw one figure; False (and no file) if the runs lack its axes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    def lab(r: RunRow, axis: str) -> str:
-        return label(r.params[axis]) if axis in r.params else ""
+    def lab(r: RunRecord, axis: str) -> str:
+        return r.params.get(axis, "")
 
     needed = (fig.x, *fig.series, *fig.panels)
     rows = [r for r in rows if all(a in r.params for a in needed)]
@@ -166,7 +249,7 @@ def draw_figure(fig: Figure, rows: list[RunRow], out: Path) -> bool:
             px, py, pe = [], [], []
             for x in xs:
                 vals = [
-                    r.metrics.get(fig.metric, math.nan) * fig.scale
+                    r.metric(fig.metric) * fig.scale
                     for r in rows
                     if lab(r, fig.x) == x
                     and tuple(lab(r, a) for a in fig.series) == s
@@ -189,12 +272,13 @@ def draw_figure(fig: Figure, rows: list[RunRow], out: Path) -> bool:
     axes[0][0].set_ylabel(fig.ylabel)
     figure.suptitle(fig.title)
     figure.tight_layout()
-    figure.savefig(out, dpi=100)
+    figure.savefig(out, dpi=100, metadata={"Software": None})
     plt.close(figure)
     return True
 
 
 def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
+    """The paper's relative numbers against ours, with our 95 % intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,63 +290,87 @@ def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
     figure, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(rel) + 2), 4.5))
     idx = list(range(len(rel)))
     ax.bar([i - 0.2 for i in idx], [r.claim.paper for r in rel], width=0.4, label="paper")
-    ax.bar(
-        [i + 0.2 for i in idx],
-        [0.0 if math.isnan(r.value) else r.value for r in rel],
-        width=0.4,
-        label="ours",
-    )
+    ours = [0.0 if math.isnan(r.value) else r.value for r in rel]
+    err_lo = [
+        0.0 if math.isnan(r.change.low) else max(0.0, v - r.change.low)
+        for r, v in zip(rel, ours, strict=True)
+    ]
+    err_hi = [
+        0.0 if math.isnan(r.change.high) else max(0.0, r.change.high - v)
+        for r, v in zip(rel, ours, strict=True)
+    ]
+    ax.bar([i + 0.2 for i in idx], ours, width=0.4, yerr=[err_lo, err_hi], capsize=2, label="ours (95 % CI)")
     ax.set_xticks(idx, [r.claim.key for r in rel], rotation=60, ha="right", fontsize=8)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("change vs baseline (%)")
     ax.set_title(f"{paper.title}: paper vs ours")
     ax.legend()
     figure.tight_layout()
-    figure.savefig(out, dpi=100)
+    figure.savefig(out, dpi=100, metadata={"Software": None})
     plt.close(figure)
     return True
 
 
-def compare(exp_dir: Path, paper_key: str | None = None) -> tuple[Path, bool]:
-    """Write ``comparison.md`` and the figures into ``exp_dir``; returns the markdown's path and
-    whether its content changed (the figures are redrawn every time)."""
-    sweep_doc: dict[str, Any] = {}
-    if (exp_dir / SWEEP_COPY).exists():
-        loaded = yaml.safe_load((exp_dir / SWEEP_COPY).read_text(encoding="utf-8"))
-        sweep_doc = loaded if isinstance(loaded, dict) else {}
-    key = paper_key or sweep_doc.get("paper")
+def figure_file(experiment: str, paper: Paper, name: str) -> str:
+    """``<experiment>-<figure>.png`` (the paper's key left out of the figure's name)."""
+    return f"{experiment}-{name.removeprefix(paper.key + '-')}.png"
+
+
+def default_sweep_file(experiment: str) -> Path:
+    return Path("experiments/sweeps") / f"{experiment}.yaml"
+
+
+def compare(
+    sweep: Sweep,
+    paper_key: str | None = None,
+    data_dir: str | Path = DATA_DIR,
+    reports_dir: str | Path = REPORTS_DIR,
+) -> tuple[Path, bool]:
+    """Write ``<reports_dir>/<experiment>.md`` and its figures from the rows alone; returns the
+    report's path and whether its content changed (the figures are redrawn every time)."""
+    key = paper_key or sweep.paper
     if not key or key not in PAPERS:
         raise KeyError(
-            f"{exp_dir}: no paper to compare with (sweep.yaml paper: {key!r}; known: {', '.join(PAPERS)})"
+            f"{sweep.experiment}: no paper to compare with (sweep paper: {key!r}; known: {', '.join(PAPERS)})"
         )
     paper = PAPERS[key]
-    rows = load_runs(exp_dir)
-    groups = group_runs(rows)
+    exp = sweep.experiment
+    rows = load_rows(exp, data_dir, {p.point_id: p.index for p in expand(sweep)})
+    groups = group_runs(rows.counted)
     results = [evaluate(c, groups) for c in paper.claims]
-    md = comparison_markdown(exp_dir.name, paper, results, groups, str(sweep_doc.get("description", "")))
-    out = exp_dir / "comparison.md"
+    out_dir = Path(reports_dir)
+    notes_file = out_dir / "notes" / f"{exp}.md"
+    notes = notes_file.read_text(encoding="utf-8") if notes_file.exists() else ""
+    md = comparison_markdown(exp, paper, results, rows, sweep, notes)
+    out = out_dir / f"{exp}.md"
     changed = write_if_changed(out, md)
     for fig in paper.figures:
-        draw_figure(fig, rows, exp_dir / f"{fig.name}.png")
-    draw_claims(paper, results, exp_dir / f"{paper.key}-claims.png")
+        draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name))
+    draw_claims(paper, results, out_dir / figure_file(exp, paper, "claims"))
     return out, changed
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m experiments.compare", description="Compare a sweep with its paper."
+        prog="python -m experiments.compare", description="Compare a sweep's rows with its paper."
     )
-    ap.add_argument("experiment", help="experiment name (results/<name>) or folder")
+    ap.add_argument("experiment", help="experiment name: its rows are <data>/<name>.csv")
+    ap.add_argument("--sweep", default=None, help="sweep file (default experiments/sweeps/<experiment>.yaml)")
     ap.add_argument("--paper", choices=sorted(PAPERS), default=None, help="default: the sweep file's paper")
-    ap.add_argument("--out", default="results")
+    ap.add_argument("--data", default=str(DATA_DIR), help=f"rows folder (default {DATA_DIR})")
+    ap.add_argument("--reports", default=str(REPORTS_DIR), help=f"report folder (default {REPORTS_DIR})")
     ap.add_argument("--quiet", action="store_true", help="do not print the comparison, only what was written")
     args = ap.parse_args(argv)
-    exp_dir = experiment_dir(args.experiment, args.out)
-    if not exp_dir.is_dir():
-        print(f"error: {exp_dir}: no such experiment folder", file=sys.stderr)
-        return 2
+    sweep_file = Path(args.sweep) if args.sweep else default_sweep_file(args.experiment)
     try:
-        path, changed = compare(exp_dir, args.paper)
+        sweep = load_sweep(sweep_file)
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if sweep.experiment != args.experiment:
+        sweep = sweep.model_copy(update={"experiment": args.experiment})
+    try:
+        path, changed = compare(sweep, args.paper, args.data, args.reports)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2

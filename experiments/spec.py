@@ -61,6 +61,40 @@ class SeedRange(BaseModel):
     count: Annotated[StrictInt, Field(ge=1)]
 
 
+class Until(BaseModel):
+    """When a sequential sweep stops adding seeds to a comparison (issue 10, item 3).
+
+    Each value of ``axis`` other than ``baseline`` is compared with the baseline at every assignment
+    of the other axes (a *block*), on ``metric``, paired by seed: the relative change 100 x
+    (treatment / baseline - 1) with its ``confidence`` interval (``experiments.stats``). A block
+    gets more seeds until every comparison in it has an interval that excludes zero, or one
+    narrower than ``half_width_pct`` percentage points on each side, or the block has ``max`` seeds.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str
+    axis: str
+    baseline: Any
+    half_width_pct: float | None = None
+    confidence: float = 0.95
+
+
+class SequentialSeeds(BaseModel):
+    """``seeds: {first: 1, min: 5, max: 50, step: 1, until: {...}}``: at least ``min`` and at most
+    ``max`` paired seeds per block, ``step`` more at a time, until ``until`` is met."""
+
+    model_config = ConfigDict(extra="forbid")
+    first: Annotated[StrictInt, Field(ge=0)] = 1
+    min: StrictInt
+    max: StrictInt
+    step: StrictInt = 1
+    until: Until
+
+
+#: The longest sequential sweep a file may ask for, per block (a bound, not a plan).
+MAX_SEQUENTIAL_SEEDS: Final = 1000
+
+
 class Sweep(BaseModel):
     """A validated sweep file. Build it with ``load_sweep``."""
 
@@ -73,7 +107,7 @@ class Sweep(BaseModel):
     scenario: str
     #: Which paper's headline numbers ``experiments.compare`` puts beside ours (``experiments.papers``).
     paper: str | None = None
-    seeds: list[Annotated[StrictInt, Field(ge=0)]] | SeedRange
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] | SeedRange | SequentialSeeds
     #: Overrides applied to every point (dotted path -> value).
     set: dict[DottedPath, Any] = Field(default_factory=dict)
     #: Axes of the grid: dotted path -> the values it takes.
@@ -111,6 +145,8 @@ class Sweep(BaseModel):
                         where = "grid" if path in self.grid else "set"
                         problems.append((("variants", axis, name, path), f"also in {where}"))
         axes = self.axes()
+        if isinstance(self.seeds, SequentialSeeds):
+            problems.extend(self._check_sequential(self.seeds, axes))
         for i, ex in enumerate(self.exclude):
             for key, value in ex.items():
                 if key not in axes:
@@ -121,10 +157,49 @@ class Sweep(BaseModel):
             raise _Problems(problems)
         return self
 
+    @staticmethod
+    def _check_sequential(seq: SequentialSeeds, axes: dict[str, list[Any]]) -> list[tuple[Loc, str]]:
+        from experiments.aggregate import METRICS
+
+        out: list[tuple[Loc, str]] = []
+        if seq.min < 2:
+            out.append((("seeds", "min"), f"{seq.min}: at least 2 paired seeds are needed for an interval"))
+        if seq.max < seq.min:
+            out.append((("seeds", "max"), f"{seq.max} is below min {seq.min}"))
+        if seq.max > MAX_SEQUENTIAL_SEEDS:
+            out.append((("seeds", "max"), f"{seq.max} is above the limit {MAX_SEQUENTIAL_SEEDS}"))
+        if seq.step < 1:
+            out.append((("seeds", "step"), f"{seq.step}: must be at least 1"))
+        u = seq.until
+        if u.metric not in METRICS:
+            out.append(
+                (("seeds", "until", "metric"), f"unknown metric {u.metric!r} (known: {', '.join(METRICS)})")
+            )
+        if u.axis not in axes:
+            out.append(
+                (("seeds", "until", "axis"), f"{u.axis!r} is not an axis (axes: {', '.join(axes) or 'none'})")
+            )
+        elif not any(label(u.baseline) == label(v) for v in axes[u.axis]):
+            out.append((("seeds", "until", "baseline"), f"{u.baseline!r} is not one of {u.axis}'s values"))
+        elif len(axes[u.axis]) < 2:
+            out.append((("seeds", "until", "axis"), f"{u.axis} has one value: nothing to compare"))
+        if u.half_width_pct is not None and not 0.0 < u.half_width_pct < 1000.0:
+            out.append((("seeds", "until", "half_width_pct"), f"{u.half_width_pct}: must be in (0, 1000) %"))
+        if not 0.5 <= u.confidence < 1.0:
+            out.append((("seeds", "until", "confidence"), f"{u.confidence}: must be in [0.5, 1)"))
+        return out
+
     def seed_list(self) -> list[int]:
+        """Every seed a point may run with (for a sequential sweep: up to ``max``)."""
         if isinstance(self.seeds, SeedRange):
             return list(range(self.seeds.first, self.seeds.first + self.seeds.count))
+        if isinstance(self.seeds, SequentialSeeds):
+            return list(range(self.seeds.first, self.seeds.first + self.seeds.max))
         return list(self.seeds)
+
+    @property
+    def sequential(self) -> SequentialSeeds | None:
+        return self.seeds if isinstance(self.seeds, SequentialSeeds) else None
 
     def axes(self) -> dict[str, list[Any]]:
         """Every axis with its values, in declaration order: grid paths, then variant names (labels)."""
@@ -269,7 +344,11 @@ def parse_sweep(text: str, file: str = "<sweep>", check_scenario: bool = True) -
             loc = tuple(err["loc"])
             if loc[:1] == ("seeds",) and len(loc) > 1:
                 # The seeds union: report only the branch the file chose (a list or a mapping).
-                branch = "SeedRange" if isinstance(data.get("seeds"), dict) else "list[constrained-int]"
+                seeds = data.get("seeds")
+                if isinstance(seeds, dict):
+                    branch = "SequentialSeeds" if "until" in seeds or "min" in seeds else "SeedRange"
+                else:
+                    branch = "list[constrained-int]"
                 if loc[1] != branch:
                     continue
                 loc = ("seeds", *loc[2:])

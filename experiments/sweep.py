@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,17 +28,31 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
+from experiments.aggregate import METRICS, run_metrics
+from experiments.capacity import (
+    DEFAULT_MODEL,
+    AutoParallel,
+    Concurrency,
+    FixedParallel,
+    HostSampler,
+    cores,
+    measured_cost,
+    mem_available_mb,
+)
+from experiments.plan import Comparison, Plan, block_key
+from experiments.rows import DATA_DIR, SIGNAL_COLS, FlowRow, RowStore, RunRecord
 from experiments.rundirs import (
     POINT_FILE,
     SWEEP_COPY,
     SweepIndex,
-    completed_runs,
     is_complete,
     read_json,
+    read_summary,
     write_json_atomic,
 )
 from experiments.spec import Point, Sweep, SweepError, check_points, expand, label, load_sweep
@@ -143,26 +160,79 @@ def subprocess_run(request: RunRequest) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
+# A finished run as a row
+
+
+def _revision(run_dir: Path) -> str:
+    run = read_json(run_dir / "run.json")
+    git = run.get("git") if isinstance(run, dict) else None
+    if not isinstance(git, dict) or not git.get("rev"):
+        return ""
+    return str(git["rev"])[:12] + ("-dirty" if git.get("dirty") else "")
+
+
+def _float(x: Any) -> float:
+    try:
+        return math.nan if x is None or isinstance(x, bool) else float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: float) -> RunRecord:
+    """The row of a finished run: the point, its validity (``summary.json`` ``valid``; a summary
+    from before validity was recorded counts as valid) and its metrics."""
+    summary = read_summary(run_dir) or {}
+    metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
+    validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
+    assert isinstance(validity, dict)
+    reasons = tuple(str(r) for r in validity.get("reasons") or [])
+    return RunRecord(
+        experiment=sweep.experiment,
+        point_id=point.point_id,
+        index=point.index,
+        params={k: label(v) for k, v in point.params.items()},
+        seed=point.seed,
+        attempt=attempt,
+        valid=bool(summary.get("valid", True)) and not reasons,
+        invalid_reasons=reasons,
+        metrics=metrics,
+        signals={k: _float(validity.get(k)) for k in SIGNAL_COLS},
+        flows=tuple(FlowRow(f["throughput_bps"], f["tcp_timeouts"], f["retransmits"]) for f in flows),
+        duration_s=_float(summary.get("duration_s")),
+        wall_s=wall_s,
+        run_id=str(summary.get("run_id", run_dir.name)),
+        revision=_revision(run_dir),
+        host=socket.gethostname(),
+        finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # The runner
 
 
 @dataclass
 class Outcome:
     point: Point
-    status: str  # complete | incomplete | failed
+    status: str  # complete | invalid | incomplete | failed
     run_dir: Path | None = None
     error: str | None = None
     attempts: int = 1
+    record: RunRecord | None = None
 
 
 @dataclass
 class SweepReport:
     experiment: str
     exp_dir: Path
+    rows_file: Path
     selected: int = 0
     skipped: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     interrupted: bool = False
+    budget_exhausted: bool = False
+    comparisons: list[Comparison] = field(default_factory=list)
+    parallel: str = ""
 
     @property
     def ran(self) -> int:
@@ -170,18 +240,46 @@ class SweepReport:
 
     @property
     def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status != "complete"]
+        """Runs that gave no row (they raised or ended incomplete)."""
+        return [o for o in self.outcomes if o.status in ("failed", "incomplete")]
+
+    @property
+    def reruns(self) -> list[Outcome]:
+        """Runs that gave an invalid row and were run again."""
+        return [o for o in self.outcomes if o.status == "invalid"]
+
+    @property
+    def completed(self) -> int:
+        return sum(o.status == "complete" for o in self.outcomes)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "experiment": self.experiment,
             "exp_dir": str(self.exp_dir),
+            "rows_file": str(self.rows_file),
             "selected": self.selected,
             "skipped": self.skipped,
             "ran": self.ran,
-            "completed": self.ran - len(self.failed),
+            "completed": self.completed,
             "failed": len(self.failed),
+            "invalid_reruns": len(self.reruns),
             "interrupted": self.interrupted,
+            "budget_exhausted": self.budget_exhausted,
+            "parallel": self.parallel,
+            "verdicts": [
+                {
+                    "block": dict(c.block),
+                    "treatment": c.treatment,
+                    "baseline": c.baseline,
+                    "metric": c.metric,
+                    "seeds": c.change.n,
+                    "change_pct": c.change.value,
+                    "low_pct": c.change.low,
+                    "high_pct": c.change.high,
+                    "verdict": c.verdict.value,
+                }
+                for c in self.comparisons
+            ],
         }
 
 
@@ -197,29 +295,58 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def shard_points(points: Sequence[Point], shard: tuple[int, int] | None) -> list[Point]:
-    """The points of shard ``i/n``: those whose index % n == i (every point is in exactly one shard)."""
+def shard_points(
+    points: Sequence[Point], shard: tuple[int, int] | None, sweep: Sweep | None = None
+) -> list[Point]:
+    """The points of shard ``i/n``: those whose index % n == i (every point is in exactly one shard).
+
+    A sequential sweep is sharded by block (all seeds and values of a block on one host), so that
+    its stopping rule sees every pair."""
     if shard is None:
         return list(points)
     i, n = shard
+    seq = sweep.sequential if sweep is not None else None
+    if seq is not None:
+        order: dict[tuple[tuple[str, str], ...], int] = {}
+        for p in points:
+            order.setdefault(block_key(p, seq.until.axis), len(order))
+        return [p for p in points if order[block_key(p, seq.until.axis)] % n == i]
     return [p for p in points if p.index % n == i]
+
+
+def parse_duration(text: str) -> float:
+    """``2h``, ``90m``, ``1h30m``, ``45s`` or a number of seconds -> seconds."""
+    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or m is None or not any(m.groups()):
+        raise ValueError(f"duration {text!r}: expected e.g. 2h, 90m, 1h30m or 3600s")
+    h, mi, se = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mi * 60 + se
 
 
 def _params_text(point: Point) -> str:
     return " ".join(f"{k}={label(v)}" for k, v in point.params.items()) + f" seed={point.seed}"
 
 
-class _Progress(Protocol):
-    def started(self, point: Point) -> None: ...
-    def finished(self, outcome: Outcome) -> None: ...
+class Progress(Protocol):
+    def started(self, point: Point, running: int, limit: int) -> None: ...
+    def finished(self, outcome: Outcome, report: SweepReport, plan: Plan, left_s: float | None) -> None: ...
+    def note(self, text: str) -> None: ...
 
 
 class _NoProgress:
-    def started(self, point: Point) -> None:
+    def started(self, point: Point, running: int, limit: int) -> None:
         pass
 
-    def finished(self, outcome: Outcome) -> None:
+    def finished(self, outcome: Outcome, report: SweepReport, plan: Plan, left_s: float | None) -> None:
         pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+#: Times an invalid run of one point is run again within one invocation (then the next
+#: invocation tries again): a host too loaded for even one run must not loop forever.
+MAX_INVALID_RERUNS: Final = 3
 
 
 def run_points(
@@ -227,45 +354,73 @@ def run_points(
     points: Sequence[Point],
     *,
     out_root: str | Path = "results",
+    data_dir: str | Path = DATA_DIR,
     run_fn: RunFunction = subprocess_run,
-    parallel: int = 1,
+    parallel: int | Concurrency = 1,
     retries: int = 0,
-    progress: _Progress | None = None,
+    max_reruns: int = MAX_INVALID_RERUNS,
+    progress: Progress | None = None,
     sweep_file: str | None = None,
+    budget_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    host_busy: Callable[[], float] = lambda: 0.0,
+    start_gap_s: float = 0.0,
 ) -> SweepReport:
-    """Run the given points that are not complete yet; return what happened.
+    """Run the points that have no valid row yet, as the plan hands them out; return what happened.
 
-    Completed points (a run directory with a complete ``summary.json`` and a ``sweep-point.json``
-    for the point id) are skipped. A run that raises or returns an incomplete run is tried up to
-    ``retries`` more times in this invocation, and again by the next one. KeyboardInterrupt stops
-    starting new runs, waits for the running ones (they tear down on their own), and re-raises.
+    A point is done when ``<data_dir>/<experiment>.csv`` has a valid row for its id. Each finished
+    run appends its row (valid or not). An invalid run is run again (``max_reruns`` times), a run
+    that raised or ended incomplete ``retries`` times; anything left is run by the next invocation.
+    ``budget_s``: no run starts that would not end before the budget (its expected wall time is the
+    mean of this experiment's rows, else the scenario's duration plus a minute).
+    KeyboardInterrupt stops starting runs, waits for the running ones (they tear down on their
+    own; their rows are written if they completed) and re-raises.
     """
     exp_dir = Path(out_root) / sweep.experiment
     exp_dir.mkdir(parents=True, exist_ok=True)
+    store = RowStore(sweep.experiment, data_dir)
+    all_ids = {p.point_id: p.index for p in expand(sweep)}
+    loaded = store.load(all_ids)
+    counted = loaded.counted()
+    plan = Plan(sweep, points, counted)
     index = SweepIndex(exp_dir)
-    done = completed_runs(exp_dir)
-    report = SweepReport(sweep.experiment, exp_dir, selected=len(points))
-    todo = [p for p in points if p.point_id not in done]
-    report.skipped = len(points) - len(todo)
+    report = SweepReport(sweep.experiment, exp_dir, store.path, selected=len(points))
+    ids = {p.point_id for p in points}
+    report.skipped = sum(r.point_id in ids for r in counted)
     prog = progress or _NoProgress()
+    for problem in loaded.problems:
+        prog.note(f"skipped row: {problem}")
+    conc: Concurrency = FixedParallel(parallel) if isinstance(parallel, int) else parallel
+    report.parallel = conc.describe()
+    axes = list(sweep.axes())
+    walls = [r.wall_s for r in counted if r.wall_s > 0]
+    started_at = clock()
+
+    def expected_wall() -> float:
+        if walls:
+            return sum(walls) / len(walls)
+        return _scenario_duration(sweep) + 60.0
 
     def attempt(point: Point, n: int) -> Outcome:
         req = RunRequest(
             sweep.scenario, point.seed, sweep.experiment, str(out_root), point.overrides, point.point_id, n
         )
-        prog.started(point)
+        t0 = clock()
         try:
             run_dir = Path(run_fn(req))
         except RunFailed as exc:
             return Outcome(point, "failed", exc.run_dir, str(exc), n)
         except Exception as exc:  # noqa: BLE001 - one failed run must not stop the sweep
             return Outcome(point, "failed", None, f"{type(exc).__name__}: {exc}", n)
-        status = "complete" if is_complete(run_dir) else "incomplete"
-        return Outcome(
-            point, status, run_dir, None if status == "complete" else "summary.json not complete", n
-        )
+        if not is_complete(run_dir):
+            return Outcome(point, "incomplete", run_dir, "summary.json not complete", n)
+        rec = record_of(sweep, point, n, run_dir, clock() - t0)
+        status = "complete" if rec.valid else "invalid"
+        return Outcome(point, status, run_dir, "; ".join(rec.invalid_reasons) or None, n, rec)
 
     def record(o: Outcome) -> None:
+        if o.record is not None:
+            store.append(o.record, axes, list(METRICS))
         if o.run_dir is not None and o.run_dir.is_dir():
             write_json_atomic(
                 o.run_dir / POINT_FILE,
@@ -276,7 +431,7 @@ def run_points(
                     "scenario": sweep.scenario,
                     "sweep_file": sweep_file,
                     "params": o.point.params,
-                    "axes": list(o.point.params),  # the axis order (JSON objects are written sorted)
+                    "axes": list(o.point.params),
                     "overrides": o.point.overrides,
                     "seed": o.point.seed,
                     "attempt": o.attempts,
@@ -296,101 +451,137 @@ def run_points(
             },
         )
 
-    pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="sweep")
+    pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sweep")
     running: dict[Future[Outcome], Point] = {}
-    queue = list(todo)
+    again: list[tuple[Point, int]] = []  # (point, next attempt): re-runs go first
+    last_start = -math.inf
+
+    def busy() -> set[str]:
+        return {p.point_id for p in running.values()} | {p.point_id for p, _ in again}
+
+    def left() -> float | None:
+        return None if budget_s is None else budget_s - (clock() - started_at)
+
     try:
-        while queue or running:
-            while queue and len(running) < max(1, parallel):
-                point = queue.pop(0)
-                running[pool.submit(attempt, point, 1)] = point
+        while True:
+            while len(running) < conc.limit() and clock() - last_start >= start_gap_s:
+                remaining = left()
+                if remaining is not None and remaining < expected_wall():
+                    report.budget_exhausted = True
+                    break
+                if again:
+                    point, n = again.pop(0)
+                else:
+                    nxt = plan.next_point(busy())
+                    if nxt is None:
+                        break
+                    point, n = nxt, 1
+                running[pool.submit(attempt, point, n)] = point
+                last_start = clock()
+                prog.started(point, len(running), conc.limit())
+            if not running:
+                if again and not report.budget_exhausted:
+                    continue
+                break
             finished, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in finished:
                 running.pop(fut)
                 outcome = fut.result()
                 record(outcome)
-                if outcome.status != "complete" and outcome.attempts <= retries:
-                    running[pool.submit(attempt, outcome.point, outcome.attempts + 1)] = outcome.point
-                    continue
-                report.outcomes.append(outcome)
-                prog.finished(outcome)
+                if outcome.record is not None:
+                    if outcome.record.wall_s > 0:
+                        walls.append(outcome.record.wall_s)
+                    plan.add(outcome.record)
+                    change = conc.observe(outcome.record, host_busy())
+                    if change:
+                        prog.note(change)
+                retried = outcome.status in ("failed", "incomplete") and outcome.attempts <= retries
+                if not retried:  # a run retried after a failure counts once, as its last attempt
+                    report.outcomes.append(outcome)
+                if outcome.status == "invalid":
+                    if outcome.attempts <= max_reruns:
+                        prog.note(
+                            f"re-run {_params_text(outcome.point)} (attempt {outcome.attempts + 1}): "
+                            f"invalid: {outcome.error}"
+                        )
+                        again.append((outcome.point, outcome.attempts + 1))
+                    else:
+                        plan.give_up(outcome.point)
+                elif outcome.status != "complete":
+                    if outcome.attempts <= retries:
+                        again.append((outcome.point, outcome.attempts + 1))
+                    else:
+                        plan.give_up(outcome.point)
+                prog.finished(outcome, report, plan, left())
     except KeyboardInterrupt:
         report.interrupted = True
         CHILDREN.signal_all(signal.SIGTERM)
         for fut in running:
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
-        for fut, _point in running.items():
+        for fut in running:
             if fut.done() and not fut.cancelled():
                 record(fut.result())
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        report.comparisons = plan.comparisons()
     return report
 
 
+def _scenario_duration(sweep: Sweep) -> float:
+    dur = sweep.set.get("duration_s")
+    if isinstance(dur, int | float):
+        return float(dur)
+    try:
+        from topologies.scenario import load_scenario
+
+        return float(load_scenario(sweep.scenario).duration_s)
+    except Exception:  # noqa: BLE001 - only an estimate
+        return 60.0
+
+
 # --------------------------------------------------------------------------------------------
-# Progress bar
+# Progress
 
 
-class RichProgress:
-    """A rich progress bar over this invocation's runs (skipped points are counted as done)."""
+class PrintProgress:
+    """One line per finished run and per change of the limit on stderr: runs done, re-runs,
+    verdicts so far, time left."""
 
-    def __init__(self, sweep: Sweep, total: int, skipped: int) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.console = Console(stderr=True)
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("failed {task.fields[failed]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[current]}"),
-            console=self.console,
-        )
-        self.task = self.progress.add_task(
-            sweep.experiment, total=total, completed=skipped, failed=0, current=""
-        )
-        self.failed = 0
+    def __init__(self, sweep: Sweep, total: int, skipped: int, print_fn: Callable[[str], None]) -> None:
+        self.sweep = sweep
+        self.total = total
+        self.done = skipped
+        self.print = print_fn
+        self.started_at = time.monotonic()
         self._lock = threading.Lock()
-        self._current: dict[str, str] = {}
 
-    def __enter__(self) -> RichProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def _update(self) -> None:
-        current = "; ".join(list(self._current.values())[:2])
-        self.progress.update(self.task, failed=self.failed, current=current)
-
-    def started(self, point: Point) -> None:
+    def started(self, point: Point, running: int, limit: int) -> None:
         with self._lock:
-            self._current[point.point_id] = _params_text(point)
-            self._update()
+            self.print(f"  start {_params_text(point)} ({running} running, limit {limit})")
 
-    def finished(self, outcome: Outcome) -> None:
+    def note(self, text: str) -> None:
         with self._lock:
-            self._current.pop(outcome.point.point_id, None)
-            if outcome.status != "complete":
-                self.failed += 1
-                self.progress.console.print(
-                    f"[red]{outcome.status}[/red] {_params_text(outcome.point)}: {outcome.error}"
-                )
-            self.progress.advance(self.task)
-            self._update()
+            self.print(f"  {text}")
+
+    def finished(self, outcome: Outcome, report: SweepReport, plan: Plan, left_s: float | None) -> None:
+        with self._lock:
+            if outcome.status == "complete":
+                self.done += 1
+            rec = outcome.record
+            thr = rec.metric("throughput_total_bps") if rec else math.nan
+            verdicts = plan.verdict_counts()
+            vtext = ", ".join(f"{v} {k}" for k, v in sorted(verdicts.items())) or "-"
+            elapsed = time.monotonic() - self.started_at
+            tleft = "" if left_s is None else f", budget left {max(0.0, left_s) / 60:.0f} min"
+            self.print(
+                f"[{self.sweep.experiment}] {outcome.status} {_params_text(outcome.point)}"
+                f"{'' if math.isnan(thr) else f' {thr / 1e3:.1f} kbit/s'}"
+                f"{f' ({outcome.error})' if outcome.error else ''} | done {self.done}, "
+                f"re-runs {len(report.reruns)}, failed {len(report.failed)}, still wanted "
+                f"{plan.remaining_estimate()}, verdicts: {vtext} | {elapsed / 60:.1f} min{tleft}"
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -412,33 +603,78 @@ def copy_sweep_file(sweep_path: str | Path, exp_dir: Path) -> None:
         os.replace(tmp, dst)
 
 
-def _dry_run(sweep: Sweep, points: list[Point], exp_dir: Path, print_fn: Callable[[str], None]) -> None:
+def _done_ids(sweep: Sweep, data_dir: str | Path) -> set[str]:
+    all_ids = {p.point_id: p.index for p in expand(sweep)}
+    return {r.point_id for r in RowStore(sweep.experiment, data_dir).load(all_ids).counted()}
+
+
+def _dry_run(
+    sweep: Sweep, points: list[Point], data_dir: str | Path, print_fn: Callable[[str], None]
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    done = completed_runs(exp_dir)
-    table = Table(title=f"{sweep.experiment}: {len(points)} points ({sweep.scenario})")
+    done = _done_ids(sweep, data_dir)
+    seq = sweep.sequential
+    shown = points if seq is None else [p for p in points if p.seed < seq.first + seq.min]
+    title = f"{sweep.experiment}: {len(points)} points ({sweep.scenario})"
+    if seq is not None:
+        title += f"; sequential: {seq.min}..{seq.max} seeds per block, the first {seq.min} shown"
+    table = Table(title=title)
     for col in ("#", "point id", *sweep.axes(), "seed", "status"):
         table.add_column(col)
-    for p in points:
+    for p in shown:
         status = "done" if p.point_id in done else "to run"
         table.add_row(str(p.index), p.point_id, *(label(v) for v in p.params.values()), str(p.seed), status)
     Console().print(table)
     print_fn(
-        f"{sum(p.point_id in done for p in points)} done, {sum(p.point_id not in done for p in points)} to run"
+        f"{sum(p.point_id in done for p in points)} done, "
+        f"{sum(p.point_id not in done for p in shown)} to run{'' if seq is None else ' at least'}"
     )
+
+
+def _scenario_size(sweep: Sweep, point: Point) -> tuple[int, int]:
+    """(stations, flows) of a point's scenario, for the cost estimate."""
+    from topologies.scenario import load_scenario
+
+    sc = load_scenario(sweep.scenario, point.overrides)
+    flows = len(sc.traffic.tcp) + len(sc.traffic.udp)
+    return sc.stations.count, flows
+
+
+def make_concurrency(text: str, sweep: Sweep, points: Sequence[Point], data_dir: str | Path) -> Concurrency:
+    """``--parallel N`` or ``auto`` (``experiments.capacity``)."""
+    if text != "auto":
+        n = int(text)
+        if n < 1:
+            raise ValueError("--parallel must be >= 1 or auto")
+        return FixedParallel(n)
+    stations, flows = max((_scenario_size(sweep, p) for p in points[:1]), default=(1, 1))
+    rows = RowStore(sweep.experiment, data_dir).load().records
+    cost = measured_cost(rows) or DEFAULT_MODEL.estimate(stations, flows)
+    return AutoParallel(cores(), cost, mem_available_mb(), stations)
 
 
 def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.sweep", description=__doc__.split("\n\n")[0])
     ap.add_argument("sweep", help="sweep file (YAML), e.g. experiments/sweeps/smoke.yaml")
-    ap.add_argument("--parallel", "-j", type=int, default=1, help="runs at a time (default 1)")
+    ap.add_argument(
+        "--parallel", "-j", default="1", help="runs at a time: N, or auto (docs/experiments.md; default 1)"
+    )
     ap.add_argument("--shard", default=None, help="run only points with index %% n == i, as i/n (0-based)")
-    ap.add_argument("--out", default="results", help="results root (default results)")
+    ap.add_argument("--out", default="results", help="results root for run directories (default results)")
+    ap.add_argument("--data", default=str(DATA_DIR), help=f"rows folder, kept in git (default {DATA_DIR})")
     ap.add_argument("--experiment", default=None, help="override the sweep file's experiment name")
     ap.add_argument(
         "--retries", type=int, default=0, help="run a failed point again up to N times (default 0)"
     )
+    ap.add_argument(
+        "--max-reruns",
+        type=int,
+        default=MAX_INVALID_RERUNS,
+        help=f"run an invalid run again up to N times (default {MAX_INVALID_RERUNS})",
+    )
+    ap.add_argument("--budget", default=None, help="start no run that would end after this, e.g. 2h, 90m")
     ap.add_argument("--dry-run", action="store_true", help="list the points and their status; run nothing")
     ap.add_argument(
         "--no-check", action="store_true", help="skip loading the scenario with every set of overrides"
@@ -454,16 +690,17 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     try:
         sweep = load_sweep(args.sweep)
         shard = parse_shard(args.shard) if args.shard else None
+        budget_s = parse_duration(args.budget) if args.budget else None
     except (SweepError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.experiment:
         sweep = sweep.model_copy(update={"experiment": args.experiment})
-    if args.parallel < 1 or args.retries < 0:
-        print("error: --parallel must be >= 1 and --retries >= 0", file=sys.stderr)
+    if args.retries < 0 or args.max_reruns < 0:
+        print("error: --retries and --max-reruns must be >= 0", file=sys.stderr)
         return 2
     all_points = expand(sweep)
-    points = shard_points(all_points, shard)
+    points = shard_points(all_points, shard, sweep)
     exp_dir = Path(args.out) / sweep.experiment
     if not args.no_check:
         errors = check_points(sweep, points)
@@ -475,49 +712,76 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
             for e in errors:
                 print(e, file=sys.stderr)
             return 2
+    try:
+        conc = make_concurrency(str(args.parallel), sweep, points, args.data)
+    except ValueError as exc:
+        print(f"error: --parallel {args.parallel}: {exc}", file=sys.stderr)
+        return 2
     if args.dry_run:
-        _dry_run(sweep, points, exp_dir, print)
+        _dry_run(sweep, points, args.data, print)
+        print(conc.describe())
         return 0
 
     copy_sweep_file(args.sweep, exp_dir)
-    done_before = completed_runs(exp_dir)
+    done_before = _done_ids(sweep, args.data)
     skipped = sum(p.point_id in done_before for p in points)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
     started = time.monotonic()
     shard_txt = f" shard {args.shard}" if args.shard else ""
+    seq = sweep.sequential
     print(
-        f"sweep {sweep.experiment}{shard_txt}: {len(points)} of {len(all_points)} points, "
-        f"{skipped} already complete, parallel {args.parallel}",
+        f"sweep {sweep.experiment}{shard_txt}: {len(points)} of {len(all_points)} points"
+        f"{f' (sequential, {seq.min}..{seq.max} seeds per block)' if seq else ''}, "
+        f"{skipped} already have a valid row in {RowStore(sweep.experiment, args.data).path}; "
+        f"{conc.describe()}",
         file=sys.stderr,
     )
+    prog = PrintProgress(sweep, len(points), skipped, lambda t: print(t, file=sys.stderr, flush=True))
+    auto = isinstance(conc, AutoParallel)
     try:
-        with RichProgress(sweep, total=len(points), skipped=skipped) as prog:
+        with HostSampler() as sampler:
             report = run_points(
                 sweep,
                 points,
                 out_root=args.out,
+                data_dir=args.data,
                 run_fn=run_fn,
-                parallel=args.parallel,
+                parallel=conc,
                 retries=args.retries,
+                max_reruns=args.max_reruns,
                 progress=prog,
                 sweep_file=args.sweep,
+                budget_s=budget_s,
+                host_busy=sampler.busy,
+                start_gap_s=DEFAULT_MODEL.start_gap_s if auto else 0.0,
             )
     except KeyboardInterrupt:
         print("interrupted: run the same command again to resume", file=sys.stderr)
         return 130
     elapsed = time.monotonic() - started
     print(
-        f"sweep {sweep.experiment}{shard_txt}: ran {report.ran} ({len(report.failed)} not complete), "
-        f"skipped {report.skipped}, {elapsed:.0f} s; results in {exp_dir}",
+        f"sweep {sweep.experiment}{shard_txt}: ran {report.ran} ({report.completed} valid, "
+        f"{len(report.reruns)} invalid and re-run, {len(report.failed)} not complete), skipped "
+        f"{report.skipped}, {elapsed:.0f} s{'; budget reached' if report.budget_exhausted else ''}; "
+        f"rows in {report.rows_file}",
         file=sys.stderr,
     )
     for o in report.failed:
         print(f"  {o.status}: {_params_text(o.point)}: {o.error}", file=sys.stderr)
+    for c in report.comparisons:
+        where = ", ".join(f"{k}={v}" for k, v in c.block)
+        print(
+            f"  {c.treatment} vs {c.baseline} [{where}]: {c.change.value:+.1f} % "
+            f"[{c.change.low:+.1f}, {c.change.high:+.1f}] over {c.change.n} seeds: {c.verdict.value}",
+            file=sys.stderr,
+        )
     if not args.no_aggregate:
-        from experiments.aggregate import aggregate
+        from experiments.aggregate import aggregate, load_rows
 
-        written = aggregate(exp_dir)
+        written = aggregate(
+            load_rows(sweep.experiment, args.data, {p.point_id: p.index for p in all_points}), exp_dir
+        )
         for path, changed in written.items():
             print(f"{path}: {'written' if changed else 'unchanged'}", file=sys.stderr)
     if args.json_report:

@@ -10,7 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang gcc make llvm libbpf-dev libelf-dev zlib1g-dev iproute2 nftables iptables
-          procps psmisc openssh-server sshpass util-linux ethtool)
+          procps psmisc openssh-server sshpass util-linux ethtool openvswitch-switch
+          chromium)  # chromium: headless browser test of testbed.timeline's page
+# openvswitch-switch: the runs' switches (testbed/wired.py). Each run starts its own ovsdb-server and
+# ovs-vswitchd with its own database and sockets under /run/manet/<runid>/ovs, in its own network
+# namespace; a system OVS that the package's service may start is never contacted or changed.
 # What setup itself needs on top: Debian's Python with venv, CA certificates for pip and cargo,
 # and python3-apt for the playbooks' apt module on this host (docs/ansible.md; check mode needs it).
 SETUP_PKGS=(python3 python3-venv ca-certificates python3-apt)

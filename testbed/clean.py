@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"clean: deleted nftables table {t}")
         for rid in rep.bpf:
             print(f"clean: unloaded the BPF programs of run {rid} (/sys/fs/bpf/mt{rid})")
+        for rid in rep.ovs:
+            print(f"clean: stopped the Open vSwitch of run {rid} and removed its bridges")
         for rid in rep.skipped_live:
             print(f"clean: run {rid} is still running (its runner is alive); use --force to clean it")
     return 0

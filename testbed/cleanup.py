@@ -7,7 +7,9 @@ What is ours is found only by
 - our name prefix: namespaces ``mt<6 hex>-*`` (every process inside one is ours, found by its
   ``/proc/<pid>/ns/net``, like ``ip netns pids``), root-namespace interfaces and nftables tables
   named ``mt<6 hex>...``, BPF pin directories ``/sys/fs/bpf/mt<6 hex>`` and congestion controls
-  ``mtctl_<6 hex>`` / ``vegas_<6 hex>`` (tcpctl).
+  ``mtctl_<6 hex>`` / ``vegas_<6 hex>`` (tcpctl). A run's Open vSwitch (``ovsdb-server`` and
+  ``ovs-vswitchd`` with their own database under ``/run/manet/<runid>/ovs``, bridges
+  ``mt<6 hex>-<switch>``) runs in the run's control namespace, so it is found both ways.
 
 Nothing is looked up or killed by process name. A run whose runner is still alive is left alone
 unless ``force`` is given.
@@ -40,9 +42,18 @@ class CleanReport:
     links: list[str] = field(default_factory=list)
     nft_tables: list[str] = field(default_factory=list)
     bpf: list[str] = field(default_factory=list)
+    ovs: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.runs or self.killed or self.namespaces or self.links or self.nft_tables or self.bpf)
+        return not (
+            self.runs
+            or self.killed
+            or self.namespaces
+            or self.links
+            or self.nft_tables
+            or self.bpf
+            or self.ovs
+        )
 
 
 def kill_in_namespaces(names: list[str], report: CleanReport, timeout_s: float = 2.0) -> None:
@@ -76,8 +87,14 @@ def clean_run(
         procs.terminate(targets, timeout_s=timeout_s)
         report.killed.extend(sorted(targets))
     names = sorted(set(reg.namespaces) | set(netns.list_ours(reg.run_id)))
+    # the run's OVS daemons (testbed/wired.py) are registered processes living in its control
+    # namespace: stopped above or here; its bridges and veths go with the namespaces
     kill_in_namespaces(names, report, timeout_s)
     netns.delete(names)
+    if reg.ovs_dir is not None:
+        shutil.rmtree(reg.ovs_dir, ignore_errors=True)
+        if not own_run:
+            report.ovs.append(reg.run_id)
     report.namespaces.extend(n for n in names if not netns.exists(n))
     # after the namespaces: their sockets (users of the run's congestion controls) are gone
     from testbed import tcpctl

@@ -2,7 +2,7 @@
 
 Commands (one subprocess each, exit code shown; station names in arguments become addresses):
 
-    sta1 ping -c3 sta5           run a command in sta1's namespace
+    sta1 ping -c3 sta5           run a command in sta1's namespace (or a wired host's: h1 ping sta5)
     sta3 tcpdump -ni sta3-wlan0 -c 10
     stations                     ids, namespaces, addresses, positions
     links                        pairs in range (medium positions, nominal range)
@@ -27,6 +27,7 @@ from typing import Any
 
 from testbed.medium import MediumError
 from testbed.run import BringUpError, Testbed, _raise_exit, print_table
+from testbed.station import Station
 from topologies.scenario import ScenarioError
 
 STA_RE = re.compile(r"^sta(\d+)$")
@@ -46,9 +47,10 @@ class TestbedCli(cmd.Cmd):
         out = []
         for a in args:
             m = STA_RE.match(a)
-            out.append(
-                self.tb.stations[int(m.group(1))].ip if m and int(m.group(1)) in self.tb.stations else a
-            )
+            if m and int(m.group(1)) in self.tb.stations:
+                out.append(self.tb.stations[int(m.group(1))].ip)
+            else:
+                out.append(self.tb.hosts[a].ip if a in self.tb.hosts else a)
         return out
 
     def positions(self) -> dict[int, tuple[float, float]]:
@@ -79,10 +81,14 @@ class TestbedCli(cmd.Cmd):
         if not parts:
             return
         m = STA_RE.match(parts[0])
-        if not m or int(m.group(1)) not in self.tb.stations:
+        st: Station
+        if parts[0] in self.tb.hosts:  # a wired host (scenario ``wired``)
+            st = self.tb.hosts[parts[0]]
+        elif not m or int(m.group(1)) not in self.tb.stations:
             print(f"*** unknown command or station: {parts[0]!r} (try help)")
             return
-        st = self.tb.stations[int(m.group(1))]
+        else:
+            st = self.tb.stations[int(m.group(1))]
         argv = self.substitute(parts[1:])
         if not argv:
             print(f"usage: {st.name} COMMAND [ARGS]")
@@ -103,6 +109,8 @@ class TestbedCli(cmd.Cmd):
             p = pos.get(sid)
             where = f"({p[0]:.1f}, {p[1]:.1f})" if p else "?"
             print(f"{st.name:>7}  {st.netns:<20} {st.ip:<12} {where}")
+        for h in self.tb.hosts.values():
+            print(f"{h.name:>7}  {h.netns:<20} {h.ip:<12} (wired)")
 
     def do_links(self, arg: str) -> None:
         """links: pairs of stations within the nominal radio range at their current positions."""

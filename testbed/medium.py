@@ -48,7 +48,11 @@ def medium_config(
         "out_dir": str(out_dir),
         "radio": {"preset": scenario.radio.preset, "overrides": dict(scenario.radio.overrides)},
         "stations": [
-            {"id": sid, "trajectory": [[float(t), float(x), float(y)] for t, x, y in trajs[sid]]}
+            {
+                "id": sid,
+                "trajectory": [[float(t), float(x), float(y)] for t, x, y in trajs[sid]],
+                "tx_power_dbm": scenario.stations.tx_power_dbm.get(sid),
+            }
             for sid in scenario.station_ids
         ],
         "links": [link.model_dump(mode="json") for link in scenario.links],

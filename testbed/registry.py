@@ -30,6 +30,7 @@ class Registry:
     namespaces: list[str] = field(default_factory=list)
     results_dir: str | None = None
     bpf_pin_dir: str | None = None  # /sys/fs/bpf/mt<runid> when the run loads tcpctl's BPF side
+    ovs_dir: str | None = None  # the run's own OVS database and sockets (testbed/wired.py)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -61,6 +62,7 @@ class Registry:
             namespaces=list(data.get("namespaces", [])),
             results_dir=data.get("results_dir"),
             bpf_pin_dir=data.get("bpf_pin_dir"),
+            ovs_dir=data.get("ovs_dir"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +73,7 @@ class Registry:
             "namespaces": self.namespaces,
             "results_dir": self.results_dir,
             "bpf_pin_dir": self.bpf_pin_dir,
+            "ovs_dir": self.ovs_dir,
         }
 
     def save(self) -> None:

@@ -19,6 +19,7 @@ Lifecycle of a ``Testbed`` (docs/orchestrator.md):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -35,7 +36,20 @@ from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config
 from testbed.naming import new_run_id, prefix, run_dir
 from testbed.registry import Registry
 from testbed.results import Results, git_revision, read_json, tool_versions, write_json
-from testbed.station import Station
+from testbed.station import Host, Station
+from testbed.validity import (
+    DEFAULT_THRESHOLDS,
+    HostSampler,
+    Measurements,
+    Thresholds,
+    Validity,
+    judge,
+    medium_lag,
+    router_lag,
+    run_cpu_s,
+    tun_drops_from_net_dev,
+)
+from testbed.wired import WiredError, WiredSegment
 from topologies.scenario import Scenario, ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +94,7 @@ def router_config(
     out_dir: Path,
     routes: dict[int, dict[int, int]] | None,
     tcpctl: tcpctl_glue.RunTcpCtl | None = None,
+    wired: dict[str, object] | None = None,
 ) -> dict[str, Any]:
     protocol: dict[str, Any] = {"name": sc.routing.protocol, "params": dict(sc.routing.params)}
     if sc.routing.protocol == "static":
@@ -96,12 +111,20 @@ def router_config(
         ],
         "ifq_len": sc.routing.ifq_len,
         "promiscuous": sc.routing.promiscuous,
+        "trace": sc.routing.trace,
         "out_dir": str(out_dir),
     }
+    if wired is not None:
+        cfg["wired"] = wired
     tc = tcpctl_glue.router_config(tcpctl, state, sid)
     if tc is not None:
         cfg["tcpctl"] = tc
     return cfg
+
+
+def node_label(end: int | str) -> str:
+    """``sta3`` for station 3, the name for a wired host."""
+    return f"sta{end}" if isinstance(end, int) else end
 
 
 def nstat_snapshot(st: Station, history: Path) -> dict[str, int]:
@@ -115,6 +138,17 @@ def nstat_snapshot(st: Station, history: Path) -> dict[str, int]:
         return {}
     kernel: dict[str, int] = data.get("kernel", {})
     return kernel
+
+
+def gateway_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
+    """The gateway station forwards in its kernel between ``tun0`` and its wired interface, and
+    accepts packets whose source is on the other side (testbed/wired.py)."""
+    return {
+        **sysctls,
+        "net.ipv4.ip_forward": "1",
+        "net.ipv4.conf.all.rp_filter": "0",
+        "net.ipv4.conf.default.rp_filter": "0",
+    }
 
 
 class Testbed:
@@ -137,6 +171,7 @@ class Testbed:
         medium_bin: str | Path | None = None,
         ready_timeout_s: float | None = None,
         quiet: bool = False,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
     ) -> None:
         if isinstance(scenario, Scenario):
             self.scenario, self.scenario_file = scenario, None
@@ -153,6 +188,8 @@ class Testbed:
         self.quiet = quiet
         self.run_id = ""
         self.stations: dict[int, Station] = {}
+        self.hosts: dict[str, Host] = {}  # wired hosts (scenario ``wired``)
+        self.wired: WiredSegment | None = None
         self.registry: Registry | None = None
         self.results: Results | None = None
         self.state: Path | None = None
@@ -165,6 +202,11 @@ class Testbed:
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
         self.sampler: Any = None  # nodes.tcpctl.observe.DiagSampler during run()
         self.timings: dict[str, float] = {}
+        self.thresholds = thresholds
+        self.host_load: HostSampler | None = None  # the host's CPU while the run is live
+        self._tun_drops_base: int = 0  # TUN drops before the traffic (bring-up is not judged)
+        self._tun_drops_end: int | None = None
+        self.validity: Validity | None = None
         self._stopped = False
         self._started = False
 
@@ -194,6 +236,16 @@ class Testbed:
         if isinstance(sid, str):
             sid = int(sid.removeprefix("sta"))
         return self.stations[sid]
+
+    def node(self, end: int | str) -> Station:
+        """A flow's end: station id or wired host name."""
+        return self.stations[end] if isinstance(end, int) else self.hosts[end]
+
+    def nodes(self) -> dict[int | str, Station]:
+        """Every station (by id) and wired host (by name)."""
+        out: dict[int | str, Station] = {sid: st for sid, st in self.stations.items()}
+        out.update(self.hosts)
+        return out
 
     def medium(self, op: str, **fields: Any) -> dict[str, Any]:
         """A request on the medium's control socket: ``tb.medium("move", station=3, x=0, y=900)``."""
@@ -257,9 +309,28 @@ class Testbed:
             setattr(self, st.name, st)  # tb.sta3
         ctl_ns = f"{prefix(self.run_id)}-ctl"
         names = [ctl_ns] + [self.stations[i].netns for i in ids]
+        if sc.wired is not None:
+            self.wired = WiredSegment(
+                sc.wired, self.run_id, ctl_ns, self.state, res.dir / "logs", self._register
+            )
+            for h in sc.wired.host_names():
+                host = Host(self.run_id, h, str(sc.wired.host_ip(h)), self._register)
+                self.hosts[h] = host
+                setattr(self, h, host)  # tb.h1
+            names += self.wired.namespaces()
         self.registry.add_namespaces(names)
         netns.create(names)
         self.timings["netns_s"] = time.monotonic() - t_start
+        if self.wired is not None:
+            self.registry.ovs_dir = str(self.wired.ovs_dir)
+            self.registry.save()
+            self.wired.start()
+            res.summary["wired"] = {
+                "backend": self.wired.backend,
+                "hosts": {h.name: h.ip for h in self.hosts.values()},
+                "gateway": self.wired.gateway,
+            }
+            self._log(f"wired segment up ({self.wired.backend})")
 
         # tcpctl's BPF side (before any station sets tcp_congestion_control or starts a router)
         if tcpctl_glue.bpf_wanted(sc):
@@ -275,7 +346,17 @@ class Testbed:
             }
             res.save_summary()
 
+        if self.hosts:  # the scenario's TCP settings on the wired hosts too
+            host_sysctls = {k: v for k, v in station_sysctls(sc).items() if k != "net.ipv4.ip_forward"}
+            if self.tcpctl is not None:
+                host_sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
+            for host in self.hosts.values():
+                res_sys = host.cmd(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in host_sysctls.items())])
+                if not res_sys.ok:
+                    raise BringUpError(f"sysctls in {host.name}: {res_sys.stderr.strip()}")
+
         # the medium
+        self.host_load = HostSampler().start()
         if not self.medium_bin.exists():
             raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
         mcfg = medium_config(sc, self.run_id, self.seed, self.state, res.dir / "medium")
@@ -305,6 +386,12 @@ class Testbed:
         self.control.wait_ready(
             10.0, alive=lambda: self.medium_proc is not None and self.medium_proc.poll() is None
         )
+        # run time 0 is the medium's epoch (its start, which the routers' clocks share), not the
+        # Popen above: align the runner's clock (tcp_info series, flow starts) with it
+        t_ask = time.monotonic()
+        with contextlib.suppress(OSError, MediumError, ValueError, KeyError, TypeError):
+            reply = self.medium("positions")
+            self.t0 = (t_ask + time.monotonic()) / 2 - int(reply["t_ns"]) / 1e9
         self.timings["medium_s"] = time.monotonic() - t_start
 
         # the zygote and the routers
@@ -338,17 +425,28 @@ class Testbed:
         sysctls = station_sysctls(sc)
         if self.tcpctl is not None:
             sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
+        wired_cfg = self.wired.router_config() if self.wired is not None else None
         items = []
         for sid in ids:
             cfg = router_config(
-                sc, self.run_id, self.seed, sid, self.state, res.dir / "routers", routes, self.tcpctl
+                sc,
+                self.run_id,
+                self.seed,
+                sid,
+                self.state,
+                res.dir / "routers",
+                routes,
+                self.tcpctl,
+                wired_cfg,
             )
             write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg)
             items.append(
                 {
                     "station": sid,
                     "netns": self.stations[sid].netns,
-                    "sysctls": sysctls,
+                    "sysctls": gateway_sysctls(sysctls)
+                    if self.wired and self.wired.gateway == sid
+                    else sysctls,
                     "config": cfg,
                     "log": str(res.dir / "logs" / f"sta{sid}.log"),
                 }
@@ -363,6 +461,9 @@ class Testbed:
         for sid, pid, _ in reply["pids"]:
             self.stations[sid].router_pid = pid
         self._wait_routers()
+        if self.wired is not None:
+            self.wired.start_gateway()
+            self.wired.route_stations(ids)
         self.timings["bringup_s"] = time.monotonic() - t_start
         res.summary["bringup_s"] = round(self.timings["bringup_s"], 3)
         res.save_summary()
@@ -435,12 +536,22 @@ class Testbed:
 
     # ------------------------------------------------------------------ the experiment
     def start_captures(self, stations: list[int] | None = None) -> None:
-        for sid in stations or list(self.stations):
-            st = self.stations[sid]
-            path = self.results.pcaps / f"{st.name}.pcap" if self.results else Path(f"{st.name}.pcap")
+        """tcpdump on each station's air interface; with no list, also on every wired host's
+        ``<name>-eth0`` and the gateway's ``sta<N>-eth1`` (pcaps ``<name>.pcap``, ``staN-eth1.pcap``)."""
+        todo: list[tuple[Station, str]] = [
+            (self.stations[sid], self.stations[sid].wlan) for sid in stations or list(self.stations)
+        ]
+        if stations is None and self.wired is not None:
+            todo += [(h, h.wlan) for h in self.hosts.values()]
+            if self.wired.gateway is not None:
+                gw = self.stations[self.wired.gateway]
+                todo.append((gw, f"{gw.name}-eth1"))
+        for st, dev in todo:
+            fname = f"{st.name}.pcap" if dev == st.wlan else f"{dev}.pcap"
+            path = self.results.pcaps / fname if self.results else Path(fname)
             self.captures.append(
                 st.popen(
-                    ["tcpdump", "-ni", st.wlan, "-U", "-Z", "root", "-w", str(path)],
+                    ["tcpdump", "-ni", dev, "-U", "-Z", "root", "-w", str(path)],
                     role="tcpdump",
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -458,15 +569,16 @@ class Testbed:
         if sc.capture.pcap:
             self.start_captures(sc.capture.stations)
         hist = self.state / "nstat.hist" if self.state else Path("/nonexistent")
-        before = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
-        write_json(res.dir / "nstat" / "before.json", {f"sta{k}": v for k, v in before.items()})
+        self._tun_drops_base = self.tun_drops() or 0
+        before = {k: nstat_snapshot(st, hist) for k, st in self.nodes().items()}
+        write_json(res.dir / "nstat" / "before.json", {node_label(k): v for k, v in before.items()})
         self.flows = traffic.make_flows(sc, res.dir / "flows")
         for fl in self.flows:
             cc = getattr(fl.spec, "cc", None)
             if self.tcpctl is not None and cc:
                 fl.cc_name = self.tcpctl.cc(cc)
         if self.flows:
-            traffic.start_servers(self.flows, self.stations)
+            traffic.start_servers(self.flows, self.nodes())
         self.start_observer()
         res.summary["flows"] = [self._flow_summary(fl) for fl in self.flows]
         res.save_summary()
@@ -477,11 +589,11 @@ class Testbed:
             now = self.now_s()
             while pending and pending[0].spec.start_s <= now:
                 fl = pending.pop(0)
-                traffic.start_client(fl, self.stations, end_s - fl.spec.start_s, now)
+                traffic.start_client(fl, self.nodes(), end_s - fl.spec.start_s, now)
                 if self.sampler is not None:
                     self.sampler.kick()
                 running.append(fl)
-                self._log(f"t={now:6.2f}s start {fl.id} sta{fl.src} -> sta{fl.dst}")
+                self._log(f"t={now:6.2f}s start {fl.id} {node_label(fl.src)} -> {node_label(fl.dst)}")
             for fl in list(running):
                 if fl.client is not None and fl.client.poll() is not None:
                     self._finish_flow(fl)
@@ -505,14 +617,18 @@ class Testbed:
             if not fl.done:
                 self._finish_flow(fl)
         self.stop_observer()
-        after = {sid: nstat_snapshot(st, hist) for sid, st in self.stations.items()}
-        write_json(res.dir / "nstat" / "after.json", {f"sta{k}": v for k, v in after.items()})
+        after = {k: nstat_snapshot(st, hist) for k, st in self.nodes().items()}
+        write_json(res.dir / "nstat" / "after.json", {node_label(k): v for k, v in after.items()})
         timeouts = {
-            sid: after[sid].get("TcpExtTCPTimeouts", 0) - before[sid].get("TcpExtTCPTimeouts", 0)
-            for sid in self.stations
-            if after.get(sid) and before.get(sid)
+            k: after[k].get("TcpExtTCPTimeouts", 0) - before[k].get("TcpExtTCPTimeouts", 0)
+            for k in after
+            if after.get(k) and before.get(k)
         }
-        res.summary["stations"] = {f"sta{sid}": {"tcp_timeouts": v} for sid, v in timeouts.items()}
+        res.summary["stations"] = {
+            f"sta{k}": {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, int)
+        }
+        if self.hosts:
+            res.summary["hosts"] = {k: {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, str)}
         for fl, fs in zip(self.flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
                 fs["tcp_timeouts"] = timeouts.get(fl.src)
@@ -535,7 +651,7 @@ class Testbed:
             return
         from nodes.tcpctl.observe import DiagSampler
 
-        senders = {f"sta{fl.src}": self.stations[fl.src].netns for fl in tcp}
+        senders = {node_label(fl.src): self.node(fl.src).netns for fl in tcp}
         self.sampler = DiagSampler(senders, ms / 1000, {fl.port for fl in tcp}, clock=self.now_s).start()
 
     def stop_observer(self) -> None:
@@ -564,7 +680,7 @@ class Testbed:
         for fl, fs in zip(self.flows, self.results.summary["flows"], strict=True):
             if fl.proto != "tcp":
                 continue
-            rows = [r for r in smp.samples.get(f"sta{fl.src}", []) if r["conn"].endswith(f":{fl.port}")]
+            rows = [r for r in smp.samples.get(node_label(fl.src), []) if r["conn"].endswith(f":{fl.port}")]
             by_conn: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 by_conn.setdefault(r["conn"], []).append(r)
@@ -616,6 +732,9 @@ class Testbed:
         self._stopped = True
         t = time.monotonic()
         with _signals_deferred():
+            if self.host_load is not None:
+                self.host_load.stop()
+            self._tun_drops_end = self.tun_drops()  # routers still up: their namespaces exist
             for fl in self.flows:
                 traffic.stop_proc(fl.client, grace_s=1.0)
                 traffic.stop_proc(fl.server, grace_s=0.5)
@@ -624,6 +743,8 @@ class Testbed:
                     self._finish_flow(fl)
             for p in self.captures:
                 traffic.stop_proc(p, grace_s=1.0)
+            if self.wired is not None:
+                self.wired.stop()
             if self.sampler is not None:
                 self.stop_observer()
             if self.zygote is not None and self.zygote.poll() is None:
@@ -679,8 +800,86 @@ class Testbed:
         mc = read_json(res.dir / "medium" / "counters.json")
         if mc is not None:
             res.summary["medium_counters"] = "medium/counters.json"
+        if res.summary.get("complete"):
+            self._explain_timeouts()
+        self.validity = judge(self._measurements(mc, snaps), self.thresholds)
+        res.summary["valid"] = self.validity.valid
+        res.summary["validity"] = self.validity.to_dict()
         res.summary["teardown_at"] = time.time()
         res.save_summary()
+
+    def _explain_timeouts(self) -> None:
+        """A cause for every TCP timeout (testbed.explain): ``explain.json`` and the summary's
+        ``timeouts_by_cause``; a run without a trace (routing.trace off) gets its reason."""
+        from testbed import explain
+
+        assert self.results is not None
+        res = self.results
+        try:
+            data, expl, rep = explain.analyze(res.dir)
+        except explain.RunDirError as exc:
+            res.summary["timeouts_by_cause"] = None
+            res.summary["explain_error"] = str(exc)
+            return
+        except Exception as exc:  # an analysis bug must not lose the run's summary
+            res.summary["timeouts_by_cause"] = None
+            res.summary["explain_error"] = f"testbed.explain failed: {exc!r}"
+            return
+        explain.write_report(res.dir, rep)
+        res.summary["timeouts_by_cause"] = rep["by_cause"]
+        res.summary["explain"] = "explain.json"
+
+    # ------------------------------------------------------------------ run validity
+    def tun_drops(self) -> int | None:
+        """Kernel drops (rx + tx) on every station's ``tun0`` now, summed; None if no router runs.
+
+        Read from ``/proc/<router pid>/net/dev``, which shows the router's network namespace.
+        """
+        total, found = 0, False
+        for st in self.stations.values():
+            if st.router_pid is None:
+                continue
+            try:
+                text = Path(f"/proc/{st.router_pid}/net/dev").read_text()
+            except OSError:
+                continue
+            n = tun_drops_from_net_dev(text)
+            if n is not None:
+                total, found = total + n, True
+        return total if found else None
+
+    def _measurements(self, medium: dict[str, Any] | None, routers: list[dict[str, Any]]) -> Measurements:
+        """What this run recorded about real time (testbed/validity.py), from its counters files."""
+        ml = medium_lag(medium, self.thresholds.medium_late_ms) if medium else None
+        rl = router_lag(routers)
+        res = self.results
+        iperf3 = []
+        for fl in self.flows:
+            iperf3 += [traffic.load_json(fl.client_json), traffic.load_json(fl.server_json)]
+        observer = (res.summary.get("observer") or {}).get("cpu_s", 0.0) if res else 0.0
+        tun = None
+        if self._tun_drops_end is not None:
+            tun = max(0, self._tun_drops_end - self._tun_drops_base)
+        sock = None
+        if ml is not None or rl is not None:
+            sock = (ml.socket_drops if ml else 0) + (rl.send_dropped if rl else 0)
+        busy = self.host_load.busy_share if self.host_load else None
+        pressure = self.host_load.pressure_share if self.host_load else None
+        cpu = run_cpu_s(medium, routers, iperf3, float(observer or 0.0))
+        return Measurements(
+            medium_lag_p99_ms=ml.p99_ms if ml else None,
+            medium_lag_max_ms=ml.max_ms if ml else None,
+            medium_late_share=ml.late_share if ml else None,
+            medium_events=ml.events if ml else 0,
+            router_lag_p99_ms=rl.p99_ms if rl else None,
+            router_lag_max_ms=rl.max_ms if rl else None,
+            router_lag_station=rl.station if rl else None,
+            tun_drops=tun,
+            medium_socket_drops=sock,
+            host_cpu_busy_share=None if busy is None else round(busy, 4),
+            cpu_pressure_share=None if pressure is None else round(pressure, 4),
+            run_cpu_s=None if cpu is None else round(cpu, 3),
+        )
 
 
 FALSE_FAILURE_CAUSES = ("collision", "channel_error")
@@ -784,7 +983,7 @@ def print_table(summary: dict[str, Any]) -> None:
         thr = f.get("throughput_bps")
         t.add_row(
             f["id"],
-            f"sta{f['src']}->sta{f['dst']}",
+            f"{node_label(f['src'])}->{node_label(f['dst'])}",
             str(f.get("cc") or "-"),
             "-" if thr is None else f"{thr / 1e3:.1f}",
             str(f.get("tcp_timeouts", "-")),
@@ -794,6 +993,23 @@ def print_table(summary: dict[str, Any]) -> None:
     c = Console()
     c.print(t)
     c.print(f"routing packets: {summary.get('routing_packets')}   duration: {summary.get('duration_s')} s")
+    by_cause = summary.get("timeouts_by_cause")
+    if by_cause:
+        causes = ", ".join(f"{k} {v}" for k, v in by_cause.items())
+        c.print(f"TCP timeouts by cause: {causes}   (python3 -m testbed.explain <run dir> for each one)")
+    elif summary.get("explain_error"):
+        c.print(f"TCP timeouts not explained: {summary['explain_error']}")
+    c.print(validity_line(summary), markup=False)
+
+
+def validity_line(summary: dict[str, Any]) -> str:
+    """``valid: yes``, or ``valid: NO (reason; reason)`` (docs/orchestrator.md, "Run validity")."""
+    if "valid" not in summary:
+        return "valid: unknown (not judged)"
+    if summary["valid"]:
+        return "valid: yes"
+    reasons = (summary.get("validity") or {}).get("reasons") or []
+    return f"valid: NO ({'; '.join(reasons)})"
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
@@ -841,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"interrupted; partial results in {tb.results.dir if tb.results else '-'}", file=sys.stderr)
         return 130
-    except (BringUpError, MediumError) as exc:
+    except (BringUpError, MediumError, WiredError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print_table(summary)

@@ -52,7 +52,7 @@ class Station:
         self._on_popen = on_popen
 
     def __repr__(self) -> str:
-        return f"<Station {self.name} {self.ip} netns={self.netns}>"
+        return f"<{type(self).__name__} {self.name} {self.ip} netns={self.netns}>"
 
     def exec_argv(self, command: Command) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *_argv(command)]
@@ -90,3 +90,21 @@ class Station:
         if self._on_popen is not None:
             self._on_popen(proc.pid, f"{role}:{self.name}")
         return proc
+
+
+class Host(Station):
+    """A wired host ``name`` of one run (docs/scenarios.md, ``wired``): namespace
+    ``mt<runid>-<name>``, one interface ``<name>-eth0`` (``wlan`` names it, so captures and
+    scripts treat a host like a station). Made by ``Testbed``."""
+
+    def __init__(
+        self, run_id: str, name: str, ip: str, on_popen: Callable[[int, str], None] | None = None
+    ) -> None:
+        self.id = 0
+        self.name = name
+        self.netns = f"mt{run_id}-{name}"
+        self.ip = ip
+        self.mac = ""
+        self.wlan = f"{name}-eth0"
+        self.router_pid = None
+        self._on_popen = on_popen

@@ -15,6 +15,7 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,11 @@ class Flow:
     cc_name: str | None = None  # the kernel's name for spec.cc when it differs (vegas_<runid>, ...)
 
     @property
-    def src(self) -> int:
+    def src(self) -> int | str:
         return self.spec.src
 
     @property
-    def dst(self) -> int:
+    def dst(self) -> int | str:
         return self.spec.dst
 
     def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
@@ -110,7 +111,7 @@ def listening_ports(ns: str) -> set[int]:
     return ports
 
 
-def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: float = 10.0) -> None:
+def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], timeout_s: float = 10.0) -> None:
     for fl in flows:
         out = open(fl.server_json, "wb")
         fl.server = stations[fl.dst].popen(
@@ -121,7 +122,7 @@ def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: fl
         )
         out.close()
     deadline = time.monotonic() + timeout_s
-    pending: dict[int, set[int]] = {fl.dst: set() for fl in flows}
+    pending: dict[int | str, set[int]] = {fl.dst: set() for fl in flows}
     for fl in flows:
         pending[fl.dst].add(fl.port)
     while pending and time.monotonic() < deadline:
@@ -135,7 +136,9 @@ def start_servers(flows: list[Flow], stations: dict[int, Station], timeout_s: fl
         raise RuntimeError(f"iperf3 servers not listening after {timeout_s} s: {pending}")
 
 
-def start_client(fl: Flow, stations: dict[int, Station], default_duration_s: float, now_s: float) -> None:
+def start_client(
+    fl: Flow, stations: Mapping[int | str, Station], default_duration_s: float, now_s: float
+) -> None:
     out = open(fl.client_json, "wb")
     fl.client = stations[fl.src].popen(
         fl.client_argv(stations[fl.dst].ip, default_duration_s),
@@ -163,7 +166,8 @@ def stop_proc(proc: subprocess.Popen[bytes] | None, grace_s: float = 2.0) -> Non
             continue
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def load_json(path: Path) -> dict[str, Any] | None:
+    """An iperf3 ``-J`` output file (text before the JSON skipped); None if absent or cut short."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -206,7 +210,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     it) keeps its numbers and is flagged ``interrupted``; ``error`` is set only when there is no
     receiver data at all.
     """
-    client, server = _load(fl.client_json), _load(fl.server_json)
+    client, server = load_json(fl.client_json), load_json(fl.server_json)
     res: dict[str, Any] = {
         "throughput_bps": None,
         "retransmits": None,

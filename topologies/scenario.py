@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictBool,
     StrictInt,
     StringConstraints,
@@ -35,6 +36,7 @@ from topologies.errors import MovementFileError
 from topologies.errors import ScenarioError as ScenarioError  # re-exported
 from topologies.radio import PRESETS
 from topologies.seeding import derive_rng
+from topologies.wired import NODE_NAME_RE, Wired
 
 # --------------------------------------------------------------------------------------------
 # Known names. Each set is one constant; docs/scenarios.md lists the same names.
@@ -87,6 +89,18 @@ Probability = Annotated[float, BeforeValidator(_no_bool), Field(ge=0, le=1)]
 StationId = Annotated[StrictInt, Field(ge=1)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 ExtensionName = Annotated[str, AfterValidator(_known_extension)]
+
+
+def _endpoint(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, str) and re.match(NODE_NAME_RE, value):
+        return value
+    raise ValueError(f"expected a station id (an integer >= 1) or a wired host name, got {value!r}")
+
+
+#: A flow's end: a station id, or the name of a wired host (``wired.hosts``).
+Endpoint = Annotated[int | str, PlainValidator(_endpoint)]
 Point = tuple[Num, Num]
 
 
@@ -139,6 +153,8 @@ class Stations(_Model):
     positions: list[Point] | dict[int, Point] | None = None
     placement: Placement | None = None
     static: list[StationId] | None = None
+    #: Default transmit power of some stations, dBm (the others: the radio preset's).
+    tx_power_dbm: dict[int, Num] = Field(default_factory=dict)
 
 
 class Radio(_Model):
@@ -212,8 +228,8 @@ Mobility = Annotated[
 class TcpFlow(_Model):
     """One iperf3 TCP flow. After loading ``duration_s`` and ``cc`` are always set."""
 
-    src: StationId
-    dst: StationId
+    src: Endpoint
+    dst: Endpoint
     start_s: NonNegNum = 0.0
     duration_s: PositiveNum | None = None  # default: until the end of the scenario
     cc: CongestionControl | None = None  # default: the scenario's tcp.cc
@@ -225,8 +241,8 @@ class TcpFlow(_Model):
 class UdpFlow(_Model):
     """Constant-bit-rate UDP cross traffic (iperf3 -u). After loading ``duration_s`` is set."""
 
-    src: StationId
-    dst: StationId
+    src: Endpoint
+    dst: Endpoint
     start_s: NonNegNum = 0.0
     duration_s: PositiveNum | None = None
     rate_bps: PositiveNum
@@ -249,6 +265,9 @@ class Routing(_Model):
     routes: Literal["auto"] | dict[int, dict[int, int]] = "auto"
     promiscuous: StrictBool = False
     ifq_len: PositiveInt = 50
+    #: the routers' per-packet trace (docs/explain.md): "auto" = on unless the native fast path
+    #: forwards (static routes), "on" (the fast path steps aside), "off".
+    trace: Literal["auto", "on", "off"] = "auto"
 
 
 class TcpSettings(_Model):
@@ -336,6 +355,8 @@ class Scenario(_Model):
     events: list[Event] = Field(default_factory=list)
     capture: Capture = Field(default_factory=Capture)
     p2p: dict[str, Any] | None = None
+    #: hosts and switches on Open vSwitch, and the gateway station (topologies/wired.py)
+    wired: Wired | None = None
 
     # ---- derived values -----------------------------------------------------------------
 
@@ -483,6 +504,7 @@ class _Checker:
             self.add(path, f"({x:g}, {y:g}) is outside the field (0..{f.x_m:g} x 0..{f.y_m:g} m)")
 
     def run(self) -> list[tuple[str, str]]:
+        self.check_wired()
         self.check_stations()
         self.check_mobility()
         self.check_traffic()
@@ -520,6 +542,8 @@ class _Checker:
                     )
                     break
         self.check_id_list("stations.static", st.static)
+        for sid in st.tx_power_dbm:
+            self.station(f"stations.tx_power_dbm[{sid}]", sid)
 
     def check_id_list(self, path: str, ids: list[int] | None) -> None:
         if ids is None:
@@ -560,9 +584,29 @@ class _Checker:
                 f"only {self.n} stations",
             )
 
+    def check_wired(self) -> None:
+        w = self.sc.wired
+        if w is None:
+            return
+        self.problems.extend((f"wired.{p}", r) for p, r in w.problems())
+        for i, gw in enumerate(w.gateways):
+            self.station(f"wired.gateways[{i}].station", gw.station)
+        if self.sc.p2p is not None and w.gateways:
+            self.add("wired.gateways", "a gateway needs the wireless medium, not p2p links")
+
+    def endpoint(self, path: str, end: int | str) -> bool:
+        if isinstance(end, int):
+            return self.station(path, end)
+        hosts = self.sc.wired.host_names() if self.sc.wired is not None else []
+        if end in hosts:
+            return True
+        known = f"wired hosts: {', '.join(hosts)}" if hosts else "the scenario has no wired hosts"
+        self.add(path, f"no wired host named {end!r} ({known})")
+        return False
+
     def check_flow(self, path: str, flow: TcpFlow | UdpFlow) -> None:
-        ok_src = self.station(f"{path}.src", flow.src)
-        ok_dst = self.station(f"{path}.dst", flow.dst)
+        ok_src = self.endpoint(f"{path}.src", flow.src)
+        ok_dst = self.endpoint(f"{path}.dst", flow.dst)
         if ok_src and ok_dst and flow.src == flow.dst:
             self.add(f"{path}.dst", f"source and destination are both station {flow.src}")
         dur = self.sc.duration_s
@@ -671,9 +715,16 @@ class _Checker:
         flows: list[tuple[str, TcpFlow | UdpFlow, bool]] = [
             (f"traffic.tcp[{i}]", f, True) for i, f in enumerate(self.sc.traffic.tcp)
         ] + [(f"traffic.udp[{i}]", f, False) for i, f in enumerate(self.sc.traffic.udp)]
+        wired = self.sc.wired
+        gw = wired.gateways[0].station if wired is not None and wired.gateways else 0
         for path, flow, both_ways in flows:
-            ends = [(flow.src, flow.dst), (flow.dst, flow.src)] if both_ways else [(flow.src, flow.dst)]
+            # a wired host is reached through the gateway station
+            src = flow.src if isinstance(flow.src, int) else gw
+            dst = flow.dst if isinstance(flow.dst, int) else gw
+            ends = [(src, dst), (dst, src)] if both_ways else [(src, dst)]
             for a, b in ends:
+                if a == b:
+                    continue
                 reason = _follow(routes, a, b)
                 if reason:
                     self.add(path, f"no static route from {a} to {b} ({how}): {reason}")

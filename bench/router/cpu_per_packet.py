@@ -63,13 +63,13 @@ def ip_packet(size: int, src: int = 1, dst: int = 3) -> bytes:
     return bytes(hdr) + bytes(size - 20)
 
 
-def make_router(real_devices: bool, mirror: str | bool, out_dir: str, fastpath: str = "auto"
-                ) -> tuple[Router, socket.socket]:
+def make_router(real_devices: bool, mirror: str | bool, out_dir: str, fastpath: str = "auto",
+                trace: str = "auto") -> tuple[Router, socket.socket]:
     config = {
         "run_id": "bench", "station_id": 2, "n_stations": 3, "seed": 1,
         "medium_socket": "unused", "protocol": {"name": "static", "params": {}, "routes": {}},
         "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": out_dir, "mirror": mirror,
-        "fastpath": fastpath,
+        "fastpath": fastpath, "trace": trace,
     }
     log = logging.getLogger("nodes.router.sta2")
     r = Router(config, log)
@@ -146,19 +146,21 @@ def medium_lockstep(sock: socket.socket, n: int, packet: bytes) -> None:
 
 
 def measure_loop(
-    n: int, size: int, real_devices: bool, mirror: str | bool, capture: bool = False, fastpath: str = "auto"
+    n: int, size: int, real_devices: bool, mirror: str | bool, capture: bool = False, fastpath: str = "auto",
+    trace: str = "auto",
 ) -> tuple[float, dict[str, object]]:
     """The real daemon loop (``Router.serve``: epoll, timers, counters file) with the medium in a
     child process; the router process's CPU time per forwarded packet. ``capture``: a packet
     socket listens on the TAP meanwhile (real devices only)."""
     with tempfile.TemporaryDirectory(prefix="mtt-bench-") as out_dir:
-        return _measure_loop(n, size, real_devices, mirror, out_dir, capture, fastpath)
+        return _measure_loop(n, size, real_devices, mirror, out_dir, capture, fastpath, trace)
 
 
 def _measure_loop(
-    n: int, size: int, real_devices: bool, mirror: str | bool, out_dir: str, capture: bool, fastpath: str
+    n: int, size: int, real_devices: bool, mirror: str | bool, out_dir: str, capture: bool, fastpath: str,
+    trace: str = "auto",
 ) -> tuple[float, dict[str, object]]:
-    r, medium = make_router(real_devices, mirror, out_dir, fastpath)
+    r, medium = make_router(real_devices, mirror, out_dir, fastpath, trace)
     cap = capture_socket(r) if capture else None
     packet = ip_packet(size)
     pid = os.fork()
@@ -181,7 +183,8 @@ def _measure_loop(
     assert c is not None and c.data_forwarded == n, (code, c)
     assert not c.malformed, c.malformed
     info = {"forwarded": c.data_forwarded, "mac": dict(c.mac), "exit": code, "mirror_written": mirrored,
-            "fastpath": r.fastpath.stats() if r.fastpath else {"off": r.fastpath_off_reason}}
+            "fastpath": r.fastpath.stats() if r.fastpath else {"off": r.fastpath_off_reason},
+            "trace_records": r.tracer.records if r.tracer else 0}
     r.close()
     loop.close()
     return cpu / n / 1000.0, info
@@ -254,10 +257,11 @@ def main() -> int:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(CLONE_NEWNET) != 0:
             real = False
-    samples, captured, python_path = [], [], []
+    samples, captured, python_path, traced = [], [], [], []
     for _ in range(args.reps):  # interleaved, so that load from elsewhere hits all alike
         samples.append(measure_loop(args.n, args.size, real, args.mirror, fastpath=args.fastpath))
-        python_path.append(measure_loop(args.n, args.size, real, args.mirror, fastpath="off"))
+        python_path.append(measure_loop(args.n, args.size, real, args.mirror, fastpath="off", trace="off"))
+        traced.append(measure_loop(args.n, args.size, real, args.mirror, fastpath="off", trace="on"))
         if real:
             captured.append(measure_loop(args.n, args.size, real, "auto", capture=True))
         else:
@@ -282,8 +286,14 @@ def main() -> int:
             "fastpath": args.fastpath,
             "python_path_us": round(statistics.median(s[0] for s in python_path), 2),
             "python_path_samples_us": [round(s[0], 2) for s in python_path],
-            "python_path_method": "the same with fastpath: off (every packet through the static core "
-                                  "and the runtime in Python)",
+            "python_path_method": "the same with fastpath: off and trace: off (every packet through the "
+                                  "static core and the runtime in Python)",
+            "python_path_trace_us": round(statistics.median(s[0] for s in traced), 2),
+            "python_path_trace_samples_us": [round(s[0], 2) for s in traced],
+            "python_path_trace_method": "the same with trace: on (4 trace records per forwarded packet: "
+                                        "rx, tx, tx_ok and the records' parse, nodes/core/trace.py); "
+                                        "the DSR/AODV routers run this path",
+            "trace_records_per_packet": round(int(traced[-1][1]["trace_records"]) / args.n, 2),  # type: ignore[call-overload]
             "with_capture_us": round(statistics.median(capture_values), 2),
             "with_capture_samples_us": [round(v, 2) for v in capture_values],
             "with_capture_method": "a packet socket bound to the TAP (tcpdump's), mirror auto: both "
@@ -308,6 +318,7 @@ def main() -> int:
     d = result["details"]
     print(f"router CPU per forwarded packet: {value} us (target {TARGET_US} us; mirror {args.mirror}; "
           f"samples {d['samples_us']}); Python path (fastpath off): {d['python_path_us']} us; "
+          f"Python path with the per-packet trace: {d['python_path_trace_us']} us; "
           f"with a capture running: {d['with_capture_us']} us; without "
           f"the event loop: {d['without_event_loop_us']} us; syscall floor: "
           f"{d['reference_syscall_floor_us']} us; real TAP: {real}")

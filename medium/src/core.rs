@@ -330,7 +330,18 @@ struct Counters {
     rx_outcome: BTreeMap<(&'static str, &'static str), u64>,
     p2p_lost: u64,
     p2p_delivered: u64,
+    /// Airtime of every transmission (all stations), summed per `AIRTIME_BIN_NS` bin of the
+    /// transmission's start: the channel's busy share over time (timeline).
+    airtime_bins: Vec<u64>,
 }
+
+/// Width of the airtime bins of `counters.json`'s `airtime_series`.
+pub const AIRTIME_BIN_NS: u64 = 500_000_000;
+
+/// Bytes of one failed-frame record of the trace (`trace_bytes`, docs/medium.md "Trace").
+pub const TRACE_RECORD_BYTES: usize = 32;
+/// First bytes of `medium/trace.bin`.
+pub const TRACE_MAGIC: &[u8; 8] = b"MTMTRC01";
 
 /// The medium.
 pub struct Medium {
@@ -359,6 +370,8 @@ pub struct Medium {
     pub outputs: Vec<Output>,
     log: Option<Box<dyn Write>>,
     c: Counters,
+    /// Failed unicast frames, `TRACE_RECORD_BYTES` each (see `trace_record`).
+    trace: Vec<u8>,
 }
 
 fn sorted_pair(a: usize, b: usize) -> (usize, usize) {
@@ -461,6 +474,7 @@ impl Medium {
             outputs: Vec::new(),
             log: None,
             c: Counters::default(),
+            trace: Vec::new(),
         };
         if let Some(pc) = &cfg.p2p {
             m.setup_p2p(pc)?;
@@ -937,6 +951,11 @@ impl Medium {
             let st = &mut self.sta[s];
             st.tx_active = Some(id);
             st.c.airtime_ns += dur;
+            let bin = (now / AIRTIME_BIN_NS) as usize;
+            if self.c.airtime_bins.len() <= bin {
+                self.c.airtime_bins.resize(bin + 1, 0);
+            }
+            self.c.airtime_bins[bin] += dur;
             if let Some(l) = st.lock.take() {
                 // Transmitting destroys the frame being received.
                 if let Some(inc) = st.incoming.iter_mut().find(|i| i.tx.id == l.tx_id) {
@@ -1072,6 +1091,14 @@ impl Medium {
             Status::Sent => st.c.sent += 1,
             Status::Rejected => st.c.rejected += 1,
         }
+        if status == Status::Failed {
+            if let Some(d) = pd.dst {
+                let dist = distance(self.pos(s), self.pos(d));
+                let (id, did) = (self.sta[s].id, self.sta[d].id);
+                trace_record(&mut self.trace, now, id, did, cause, pd.rts_attempts, pd.data_attempts, dist, &pd.payload);
+            }
+        }
+        let st = &mut self.sta[s];
         if pd.dst.is_some() && self.p2p.is_none() {
             *self.c.rts_hist.entry(pd.rts_attempts).or_default() += 1;
             *self.c.data_hist.entry(pd.data_attempts).or_default() += 1;
@@ -1729,8 +1756,39 @@ impl Medium {
             "receptions_evaluated": self.c.receptions_evaluated,
             "events_processed": self.c.events,
             "p2p": {"delivered": self.c.p2p_delivered, "lost": self.c.p2p_lost},
+            "airtime_series": {"bin_ns": AIRTIME_BIN_NS, "airtime_ns": self.c.airtime_bins},
+            "trace_records": self.trace.len() / TRACE_RECORD_BYTES,
             "per_station": per,
         })
+    }
+
+    /// The failed-frame trace as written to `medium/trace.bin`: `TRACE_MAGIC`, then records.
+    pub fn trace_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.trace.len());
+        out.extend_from_slice(TRACE_MAGIC);
+        out.extend_from_slice(&self.trace);
+        out
+    }
+}
+
+/// Append one failed-frame record: `t_ns` u64, `src`, `dst` u16 (station ids), `cause`,
+/// `rts_attempts`, `data_attempts` u8, one pad byte, `distance_m` f32 (between sender and
+/// addressee when the frame failed), then from the payload's IPv4 header the source and
+/// destination addresses (4 bytes each, network order), `ip_id` u16 and `protocol` u8 (zeros
+/// if the payload is not IPv4), one pad byte. Little-endian.
+#[allow(clippy::too_many_arguments)]
+fn trace_record(out: &mut Vec<u8>, t: u64, src: u32, dst: u32, cause: Cause, rts: u8, data: u8, dist: f64, payload: &[u8]) {
+    out.extend_from_slice(&t.to_le_bytes());
+    out.extend_from_slice(&(src as u16).to_le_bytes());
+    out.extend_from_slice(&(dst as u16).to_le_bytes());
+    out.extend_from_slice(&[cause as u8, rts, data, 0]);
+    out.extend_from_slice(&(dist as f32).to_le_bytes());
+    if payload.len() >= 20 && payload[0] >> 4 == 4 {
+        out.extend_from_slice(&payload[12..20]);
+        out.extend_from_slice(&u16::from_be_bytes([payload[4], payload[5]]).to_le_bytes());
+        out.extend_from_slice(&[payload[9], 0]);
+    } else {
+        out.extend_from_slice(&[0u8; 12]);
     }
 }
 

@@ -107,6 +107,7 @@ fn run_virtual(cfg: RunConfig, offered: Option<String>, duration: Option<f64>, e
                 let _ = std::fs::create_dir_all(dir);
             }
             std::fs::File::create(&p).and_then(|mut f| f.write_all(s.as_bytes())).map_err(|e| format!("{p}: {e}"))?;
+            manet_medium::realtime::write_trace(&m, &p)?;
         }
         None => println!("{s}"),
     }

@@ -38,6 +38,17 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time of this process so far (getrusage RUSAGE_SELF): the run's measured cost
+/// (docs/orchestrator.md, "Run validity": `run_cpu_s`).
+fn own_rusage() -> Value {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Value::Null;
+    }
+    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    json!({"utime_s": s(ru.ru_utime), "stime_s": s(ru.ru_stime)})
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -592,6 +603,7 @@ impl Driver {
             "malformed": tot_mal, "out_of_order": tot_ooo,
         });
         c["wall_time_ns"] = json!(monotonic_ns() - self.wall_start);
+        c["rusage"] = own_rusage();
         c
     }
 
@@ -611,6 +623,7 @@ impl Driver {
             }
             let mut f = std::fs::File::create(&p).map_err(|e| format!("{p}: {e}"))?;
             f.write_all(serde_json::to_string_pretty(&c).unwrap().as_bytes()).map_err(|e| e.to_string())?;
+            write_trace(&self.m, &p)?;
         }
         if let Some(s) = &self.cfg.socket {
             let _ = std::fs::remove_file(s);
@@ -620,4 +633,11 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+/// Write the medium's failed-frame trace next to `counters_path` (`trace.bin`; docs/medium.md).
+pub fn write_trace(m: &Medium, counters_path: &str) -> Result<(), String> {
+    let dir = Path::new(counters_path).parent().unwrap_or(Path::new("."));
+    let p = dir.join("trace.bin");
+    std::fs::write(&p, m.trace_bytes()).map_err(|e| format!("{}: {e}", p.display()))
 }

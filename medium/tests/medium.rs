@@ -323,3 +323,28 @@ fn wmediumd_preset_uses_analytic_model() {
     assert_eq!(rx_count(&out, 2, 1), 20);
     assert_eq!(rx_count(&out, 3, 1), 0);
 }
+
+#[test]
+fn trace_records_failed_unicast_with_cause_distance_and_ip_key() {
+    use std::rc::Rc;
+    let mut m = medium(&[(1, 0.0, 0.0), (2, 249.0, 0.0), (3, 0.0, 251.0)], json!({}));
+    // an IPv4 header: id 0x1234, protocol 6, 10.0.0.1 -> 10.0.0.3
+    let mut ip = vec![0x45u8, 0, 0, 40, 0x12, 0x34, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 3];
+    ip.resize(40, 0);
+    let frame = |cookie, dst| Input::Tx { sta: 1, cookie, dst, power_dbm: None, retry_limit: 0, no_rts: false, payload: Rc::from(ip.clone()) };
+    run(&mut m, vec![(MS, frame(1, 2)), (100 * MS, frame(2, 3))], None);
+    let t = m.trace_bytes();
+    assert_eq!(&t[..8], b"MTMTRC01");
+    assert_eq!(t.len(), 8 + 32, "only the failed frame is recorded");
+    let r = &t[8..];
+    assert_eq!(u16::from_le_bytes([r[8], r[9]]), 1);
+    assert_eq!(u16::from_le_bytes([r[10], r[11]]), 3);
+    assert_eq!(r[12], 1, "cause out_of_range");
+    assert_eq!(r[13], 7, "RTS attempts");
+    let d = f32::from_le_bytes([r[16], r[17], r[18], r[19]]);
+    assert!((d - 251.0).abs() < 1e-3, "{d}");
+    assert_eq!(&r[20..28], &[10, 0, 0, 1, 10, 0, 0, 3]);
+    assert_eq!(u16::from_le_bytes([r[28], r[29]]), 0x1234);
+    assert_eq!(r[30], 6);
+    assert!(m.counters_json()["airtime_series"]["airtime_ns"][0].as_u64().unwrap() > 0);
+}

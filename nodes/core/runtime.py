@@ -20,6 +20,7 @@ from nodes.core.events import (
     Drop,
     Event,
     Frame,
+    FromAir,
     FromLocal,
     IfqDrop,
     Send,
@@ -31,6 +32,17 @@ from nodes.core.events import (
     TxStatus,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.core.trace import (
+    EV_DELIVER,
+    EV_DROP,
+    EV_IFQ_DROP,
+    EV_ORIG,
+    EV_RX,
+    EV_TX,
+    EV_TX_FAIL,
+    EV_TX_OK,
+    Tracer,
+)
 
 
 class NodeIO(Protocol):
@@ -77,12 +89,22 @@ class NodeRuntime:
         self.endpoint: Endpoint | None = None
         self._jitter_frames: dict[Hashable, Frame] = {}
         self._jitter_seq = itertools.count()
+        #: the per-packet trace (nodes.core.trace), or None when off
+        self.tracer: Tracer | None = None
+        self._now_ns = 0
 
     # ------------------------------------------------------------------ inputs
     def start(self, now_ns: int) -> None:
         self.apply(self.protocol.start(now_ns), now_ns)
 
     def handle(self, event: Event, now_ns: int) -> None:
+        tr = self.tracer
+        if tr is not None:
+            self._now_ns = now_ns
+            if isinstance(event, FromAir):
+                tr.add(now_ns, EV_RX, event.packet, event.src)
+            elif isinstance(event, FromLocal):
+                tr.add(now_ns, EV_ORIG, event.packet)
         if self.endpoint is not None and isinstance(event, FromLocal):
             self.apply(self.endpoint.on_outbound(event.packet, now_ns), now_ns)
             return
@@ -92,9 +114,14 @@ class NodeRuntime:
         """The MAC finished the outstanding frame."""
         self.mac_busy = None
         self.ctx.counters.mac["tx_ok" if status.ok else "tx_failed"] += 1
+        tr = self.tracer
+        if tr is not None:
+            f = status.frame
+            tr.add(now_ns, EV_TX_OK if status.ok else EV_TX_FAIL, f.packet, f.next_hop, status.cause)
         self.handle(status, now_ns)  # ends in apply(), which pumps the next frame to the MAC
 
     def fire_due(self, now_ns: int) -> None:
+        self._now_ns = now_ns
         for key in self.timers.pop_due(now_ns):
             if isinstance(key, tuple) and key and key[0] == _JITTER:
                 frame = self._jitter_frames.pop(key)
@@ -110,6 +137,7 @@ class NodeRuntime:
 
     # ------------------------------------------------------------------ actions
     def apply(self, actions: list[Action], now_ns: int) -> None:
+        self._now_ns = now_ns
         for a in actions:
             if isinstance(a, Send):
                 if a.jitter_ns > 0:
@@ -122,8 +150,12 @@ class NodeRuntime:
                 if self.endpoint is not None:
                     self.apply(self.endpoint.on_inbound(a.packet, now_ns), now_ns)
                 else:
+                    if self.tracer is not None:
+                        self.tracer.add(now_ns, EV_DELIVER, a.packet)
                     self.io.deliver_local(a.packet)
             elif isinstance(a, ToKernel):
+                if self.tracer is not None:
+                    self.tracer.add(now_ns, EV_DELIVER, a.packet)
                 self.io.deliver_local(a.packet)
             elif isinstance(a, ToNetwork):
                 self.apply(self.protocol.on_event(FromLocal(a.packet), now_ns), now_ns)
@@ -133,6 +165,8 @@ class NodeRuntime:
                 self.timers.cancel(a.key)
             elif isinstance(a, Drop):
                 self.ctx.counters.drops[a.reason] += 1
+                if self.tracer is not None:
+                    self.tracer.drop(now_ns, EV_DROP, a.packet, a.reason)
             elif isinstance(a, SetPower):
                 self.io.set_power(a.neighbour, a.tx_power_dbm)
             else:  # pragma: no cover - exhaustive
@@ -144,6 +178,8 @@ class NodeRuntime:
         victim = self.ctx.ifq.enqueue(frame)
         if victim is not None:
             self.ctx.counters.drops["ifq_full"] += 1
+            if self.tracer is not None:
+                self.tracer.drop(now_ns, EV_IFQ_DROP, victim.packet, "ifq_full")
             self.handle(IfqDrop(victim), now_ns)
 
     def pump(self) -> None:
@@ -151,4 +187,6 @@ class NodeRuntime:
             frame = self.ctx.ifq.dequeue()
             if frame is not None:
                 self.mac_busy = frame
+                if self.tracer is not None:
+                    self.tracer.add(self._now_ns, EV_TX, frame.packet, frame.next_hop)
                 self.io.transmit(frame)

@@ -101,7 +101,9 @@ class SimNetwork:
 
     # ---------------------------------------------------------------- topology
     @classmethod
-    def chain(cls, n: int, make_protocol: Callable[[NodeContext], RoutingProtocol], **kw: object) -> SimNetwork:
+    def chain(
+        cls, n: int, make_protocol: Callable[[NodeContext], RoutingProtocol], **kw: object
+    ) -> SimNetwork:
         return cls(n, make_protocol, [(i, i + 1) for i in range(1, n)], **kw)  # type: ignore[arg-type]
 
     def link_up(self, a: int, b: int) -> None:
@@ -180,8 +182,10 @@ class SimNetwork:
                         self._rx(nb, FromAir(frame.packet, src, frame.next_hop, overheard=True))
                 self._tx_done(src, TxStatus(frame, True, 1, 1))
             else:
-                self.loop.call_at(now + self.fail_ns - airtime if self.fail_ns > airtime else now,
-                                  lambda: self._tx_done(src, TxStatus(frame, False, 7, 0)))
+                self.loop.call_at(
+                    now + self.fail_ns - airtime if self.fail_ns > airtime else now,
+                    lambda: self._tx_done(src, TxStatus(frame, False, 7, 0)),
+                )
 
         self.loop.call_at(start + airtime, finish)
 

@@ -36,8 +36,13 @@ TX_STATUS: int = 130
 RX: int = 131
 
 TYPE_NAMES: dict[int, str] = {
-    HELLO: "HELLO", TX: "TX", SET_POWER: "SET_POWER", BYE: "BYE",
-    WELCOME: "WELCOME", TX_STATUS: "TX_STATUS", RX: "RX",
+    HELLO: "HELLO",
+    TX: "TX",
+    SET_POWER: "SET_POWER",
+    BYE: "BYE",
+    WELCOME: "WELCOME",
+    TX_STATUS: "TX_STATUS",
+    RX: "RX",
 }
 
 # HELLO flags, TX flags, RX flags
@@ -86,13 +91,13 @@ RX_ST = struct.Struct("<HBBIQIIB3xfffH")
 
 HEADER_LEN: int = HEADER.size  # 16
 FIXED_LEN: dict[int, int] = {
-    HELLO: HELLO_ST.size,          # 24
-    TX: TX_ST.size,                # 36 + len
+    HELLO: HELLO_ST.size,  # 24
+    TX: TX_ST.size,  # 36 + len
     SET_POWER: SET_POWER_ST.size,  # 24
-    BYE: BYE_ST.size,              # 16
-    WELCOME: WELCOME_ST.size,      # 40
+    BYE: BYE_ST.size,  # 16
+    WELCOME: WELCOME_ST.size,  # 40
     TX_STATUS: TX_STATUS_ST.size,  # 44
-    RX: RX_ST.size,                # 42 + len
+    RX: RX_ST.size,  # 42 + len
 }
 HAS_PAYLOAD: frozenset[int] = frozenset({TX, RX})
 
@@ -218,8 +223,16 @@ def encode_welcome(
     reserved: int = 0,
 ) -> bytes:
     return WELCOME_ST.pack(
-        MAGIC, VERSION, WELCOME, seq, time_ns, station_id, n_stations, epoch_monotonic_ns,
-        default_tx_power_dbm, reserved,
+        MAGIC,
+        VERSION,
+        WELCOME,
+        seq,
+        time_ns,
+        station_id,
+        n_stations,
+        epoch_monotonic_ns,
+        default_tx_power_dbm,
+        reserved,
     )
 
 
@@ -235,8 +248,18 @@ def encode_tx_status(
     t_end_ns: int = 0,
 ) -> bytes:
     return TX_STATUS_ST.pack(
-        MAGIC, VERSION, TX_STATUS, seq, time_ns, cookie, status, rts_attempts, data_attempts, cause,
-        t_start_ns, t_end_ns,
+        MAGIC,
+        VERSION,
+        TX_STATUS,
+        seq,
+        time_ns,
+        cookie,
+        status,
+        rts_attempts,
+        data_attempts,
+        cause,
+        t_start_ns,
+        t_end_ns,
     )
 
 
@@ -254,7 +277,10 @@ def encode_rx(
     n = len(payload)
     if n > MAX_PAYLOAD:
         raise ValueError(f"RX payload of {n} bytes exceeds {MAX_PAYLOAD}")
-    return RX_ST.pack(MAGIC, VERSION, RX, seq, time_ns, src, dst, flags, rssi_dbm, snr_db, noise_dbm, n) + payload
+    return (
+        RX_ST.pack(MAGIC, VERSION, RX, seq, time_ns, src, dst, flags, rssi_dbm, snr_db, noise_dbm, n)
+        + payload
+    )
 
 
 # ------------------------------------------------------------------ decoding
@@ -295,12 +321,12 @@ def decode(buf: bytes) -> Message:
     mtype, _, _ = decode_header(buf)
     if mtype == RX:
         f = RX_ST.unpack_from(buf)
-        return Rx(f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], bytes(buf[RX_ST.size:]))
+        return Rx(f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], bytes(buf[RX_ST.size :]))
     if mtype == TX_STATUS:
         return TxStatusMsg(*TX_STATUS_ST.unpack_from(buf)[3:])
     if mtype == TX:
         f = TX_ST.unpack_from(buf)
-        return Tx(f[3], f[4], f[5], f[6], f[7], f[8], f[9], bytes(buf[TX_ST.size:]))
+        return Tx(f[3], f[4], f[5], f[6], f[7], f[8], f[9], bytes(buf[TX_ST.size :]))
     if mtype == HELLO:
         return Hello(*HELLO_ST.unpack_from(buf)[3:])
     if mtype == SET_POWER:
@@ -313,15 +339,25 @@ def decode(buf: bytes) -> Message:
 def encode(msg: Message) -> bytes:
     """Encode a decoded message back (tests, the fake medium)."""
     if isinstance(msg, Rx):
-        return encode_rx(msg.seq, msg.time_ns, msg.src, msg.dst, msg.payload, msg.flags, msg.rssi_dbm,
-                         msg.snr_db, msg.noise_dbm)
+        return encode_rx(
+            msg.seq,
+            msg.time_ns,
+            msg.src,
+            msg.dst,
+            msg.payload,
+            msg.flags,
+            msg.rssi_dbm,
+            msg.snr_db,
+            msg.noise_dbm,
+        )
     if isinstance(msg, TxStatusMsg):
         return encode_tx_status(*msg)
     if isinstance(msg, Tx):
         if msg.time_ns:
             raise ValueError("router messages carry time_ns 0")
-        return encode_tx(msg.seq, msg.cookie, msg.dst, msg.payload, msg.tx_power_dbm, msg.retry_limit,
-                         msg.flags)
+        return encode_tx(
+            msg.seq, msg.cookie, msg.dst, msg.payload, msg.tx_power_dbm, msg.retry_limit, msg.flags
+        )
     if isinstance(msg, Hello):
         return HELLO_ST.pack(MAGIC, VERSION, HELLO, *msg)
     if isinstance(msg, SetPower):
@@ -431,13 +467,25 @@ def scapy_layers() -> SimpleNamespace:
         ]
 
     _BODIES: dict[int, type[Packet]] = {
-        HELLO: HelloLayer, TX: TxLayer, SET_POWER: SetPowerLayer, BYE: ByeLayer,
-        WELCOME: WelcomeLayer, TX_STATUS: TxStatusLayer, RX: RxLayer,
+        HELLO: HelloLayer,
+        TX: TxLayer,
+        SET_POWER: SetPowerLayer,
+        BYE: ByeLayer,
+        WELCOME: WelcomeLayer,
+        TX_STATUS: TxStatusLayer,
+        RX: RxLayer,
     }
     for t, cls in _BODIES.items():
         bind_layers(MediumHeader, cls, type=t)
 
     return SimpleNamespace(
-        MediumHeader=MediumHeader, Hello=HelloLayer, Tx=TxLayer, SetPower=SetPowerLayer, Bye=ByeLayer,
-        Welcome=WelcomeLayer, TxStatus=TxStatusLayer, Rx=RxLayer, bodies=_BODIES,
+        MediumHeader=MediumHeader,
+        Hello=HelloLayer,
+        Tx=TxLayer,
+        SetPower=SetPowerLayer,
+        Bye=ByeLayer,
+        Welcome=WelcomeLayer,
+        TxStatus=TxStatusLayer,
+        Rx=RxLayer,
+        bodies=_BODIES,
     )

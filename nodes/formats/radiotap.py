@@ -98,8 +98,18 @@ def dot11_prefix(ra: bytes, ta: bytes, bssid: bytes = BSSID) -> bytes:
 class Mirror:
     """Builds the mirror frames of one station (``station`` transmits TX frames)."""
 
-    __slots__ = ("station", "freq_mhz", "rate", "default_tx_power_dbm", "_rx_rt", "_tx_rt",
-                 "_rx_d11", "_tx_d11", "_tx_seq", "_rx_seq")
+    __slots__ = (
+        "station",
+        "freq_mhz",
+        "rate",
+        "default_tx_power_dbm",
+        "_rx_rt",
+        "_tx_rt",
+        "_rx_d11",
+        "_tx_d11",
+        "_tx_seq",
+        "_rx_seq",
+    )
 
     def __init__(
         self,

@@ -111,13 +111,17 @@ class StaticRouting(RoutingProtocol):
         nh = self.next_hop(dst)
         acts: list[Action] = [Send(Frame(packet, nh))]
         if self.ctx.hooks.has_subscribers("on_forward"):
-            acts += self.ctx.hooks.emit("on_forward", packet=packet, prev_hop=prev, next_hop=nh, now_ns=now_ns)
+            acts += self.ctx.hooks.emit(
+                "on_forward", packet=packet, prev_hop=prev, next_hop=nh, now_ns=now_ns
+            )
         return acts
 
 
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> StaticRouting:
     if config.get("params"):
-        raise ValueError(f"protocol.params: static routing takes no parameters, got {sorted(config['params'])}")
+        raise ValueError(
+            f"protocol.params: static routing takes no parameters, got {sorted(config['params'])}"
+        )
     raw = config.get("routes") or {}
     routes = {int(k): int(v) for k, v in raw.items()}
     return StaticRouting(ctx, routes)

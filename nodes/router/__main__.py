@@ -17,8 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--netns", help="enter /run/netns/NAME (or a netns path) first")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         with open(args.config) as f:
             config = json.load(f)

@@ -122,12 +122,18 @@ def load_library(path: str | os.PathLike[str] | None = None) -> Any:
         cand.fp_sizes.argtypes = [ctypes.c_int]
         sizes = [cand.fp_sizes(i) for i in range(4)]
         if cand.fp_abi() == ABI and sizes == [
-            wire.RX_ST.size, wire.TX_ST.size, wire.TX_STATUS_ST.size, ctypes.sizeof(_FpState)
+            wire.RX_ST.size,
+            wire.TX_ST.size,
+            wire.TX_STATUS_ST.size,
+            ctypes.sizeof(_FpState),
         ]:
             cand.fp_wait.restype = ctypes.c_int
             cand.fp_wait.argtypes = [
-                ctypes.POINTER(_FpState), ctypes.c_int64, ctypes.POINTER(ctypes.c_int32),
-                ctypes.POINTER(ctypes.c_uint32), ctypes.c_int,
+                ctypes.POINTER(_FpState),
+                ctypes.c_int64,
+                ctypes.POINTER(ctypes.c_int32),
+                ctypes.POINTER(ctypes.c_uint32),
+                ctypes.c_int,
             ]
             lib = cand
     except OSError:
@@ -157,6 +163,8 @@ def why_not(router: Router) -> str | None:
         return f"protocol {proto.name if proto else None!r} (only static routing has a fast path)"
     if router.extensions:
         return "extensions attached"
+    if router.wired is not None:
+        return "wired gateway (IP-in-IP in the Python path)"
     if router.mirror_mode == "always":
         return "mirror: always"
     routes = getattr(proto, "routes", None)
@@ -302,7 +310,12 @@ class FastPath:
     def stats(self) -> dict[str, int]:
         st = self.st
         return {
-            "forwarded": st.n_forwarded, "tx_ok": st.n_tx_ok, "medium_rx": st.n_medium_rx,
-            "medium_tx": st.n_medium_tx, "wakeups": st.n_wakeups, "returns": self.calls,
-            "capture_checks": st.n_capture_checks, "queued": st.n_queued,
+            "forwarded": st.n_forwarded,
+            "tx_ok": st.n_tx_ok,
+            "medium_rx": st.n_medium_rx,
+            "medium_tx": st.n_medium_tx,
+            "wakeups": st.n_wakeups,
+            "returns": self.calls,
+            "capture_checks": st.n_capture_checks,
+            "queued": st.n_queued,
         }

@@ -78,7 +78,9 @@ def configure(
     if addr is not None:
         fcntl.ioctl(ctl, SIOCSIFADDR, struct.pack("16s16s", ifn, _sockaddr_in(addr)) + bytes(8))
         mask = (0xFFFF_FFFF << (32 - prefix_len)) & 0xFFFF_FFFF
-        fcntl.ioctl(ctl, SIOCSIFNETMASK, struct.pack("16s16s", ifn, _sockaddr_in(mask.to_bytes(4, "big"))) + bytes(8))
+        fcntl.ioctl(
+            ctl, SIOCSIFNETMASK, struct.pack("16s16s", ifn, _sockaddr_in(mask.to_bytes(4, "big"))) + bytes(8)
+        )
     fcntl.ioctl(ctl, SIOCSIFMTU, struct.pack("16si20x", ifn, mtu))
     if up:
         res = fcntl.ioctl(ctl, SIOCGIFFLAGS, struct.pack("16s24x", ifn))

@@ -331,7 +331,9 @@ def unregister_by_name(cc: str) -> bool:
         ops = item.get("bpf_struct_ops_tcp_congestion_ops")
         value = ops.get("data", {}) if isinstance(ops, dict) else {}
         if map_id is not None and isinstance(value, dict) and value.get("name") == cc:
-            r = subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(map_id)], capture_output=True)
+            r = subprocess.run(
+                ["bpftool", "struct_ops", "unregister", "id", str(map_id)], capture_output=True
+            )
             found = found or r.returncode == 0
     return found
 

@@ -227,22 +227,60 @@ SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_DONE, NLMSG_ERROR = 3, 2
 INET_DIAG_INFO, INET_DIAG_CONG = 2, 4
-TCP_STATES = {1: "ESTAB", 2: "SYN-SENT", 3: "SYN-RECV", 4: "FIN-WAIT-1", 5: "FIN-WAIT-2",
-              6: "TIME-WAIT", 7: "CLOSE", 8: "CLOSE-WAIT", 9: "LAST-ACK", 10: "LISTEN", 11: "CLOSING"}
+TCP_STATES = {
+    1: "ESTAB",
+    2: "SYN-SENT",
+    3: "SYN-RECV",
+    4: "FIN-WAIT-1",
+    5: "FIN-WAIT-2",
+    6: "TIME-WAIT",
+    7: "CLOSE",
+    8: "CLOSE-WAIT",
+    9: "LAST-ACK",
+    10: "LISTEN",
+    11: "CLOSING",
+}
 _NLH = struct.Struct("=IHHII")
 _REQ = struct.Struct("=BBBxI HH16s16sI8s")  # inet_diag_req_v2 (ports are big-endian in the id)
 _MSG = struct.Struct("=BBBB HH16s16sI8s IIIII")  # inet_diag_msg
 _ATTR = struct.Struct("=HH")
 # struct tcp_info (include/uapi/linux/tcp.h): offsets of the fields we keep
 _TI_U8 = {"ca_state": 1, "retransmits": 2, "probes": 3, "backoff": 4}
-_TI_U32 = {"rto": 8, "unacked": 24, "sacked": 28, "lost": 32, "retrans": 36, "rtt": 68, "rttvar": 72,
-           "ssthresh": 76, "cwnd": 80, "total_retrans": 100, "snd_wnd": 228}
+_TI_U32 = {
+    "rto": 8,
+    "unacked": 24,
+    "sacked": 28,
+    "lost": 32,
+    "retrans": 36,
+    "rtt": 68,
+    "rttvar": 72,
+    "ssthresh": 76,
+    "cwnd": 80,
+    "total_retrans": 100,
+    "snd_wnd": 228,
+}
 _TI_U64 = {"bytes_acked": 120, "bytes_sent": 200, "bytes_retrans": 208}
 _TI_TOTAL_RTO = 240  # __u16 tcpi_total_rto (Linux 6.7): RTO timeouts of this connection
 TS_FIELDS = (
-    "t_s", "conn", "state", "cc", "cwnd", "ssthresh", "srtt_ms", "rttvar_ms", "rto_ms", "backoff",
-    "retrans_total", "retrans_now", "lost", "unacked", "bytes_acked", "bytes_sent", "rto_timeouts",
-    "ca_state", "snd_wnd",
+    "t_s",
+    "conn",
+    "state",
+    "cc",
+    "cwnd",
+    "ssthresh",
+    "srtt_ms",
+    "rttvar_ms",
+    "rto_ms",
+    "backoff",
+    "retrans_total",
+    "retrans_now",
+    "lost",
+    "unacked",
+    "bytes_acked",
+    "bytes_sent",
+    "rto_timeouts",
+    "ca_state",
+    "snd_wnd",
 )
 """Columns of the per-connection time series written by ``DiagSampler`` (``rto_timeouts`` =
 tcpi_total_rto, the kernel's count of RTO expirations of the connection)."""
@@ -258,7 +296,9 @@ def diag_socket() -> socket.socket:
 _EXT = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_CONG - 1))
 
 
-def diag_dump(sock: socket.socket, sport_filter: Callable[[int, int], bool] | None = None) -> list[dict[str, Any]]:
+def diag_dump(
+    sock: socket.socket, sport_filter: Callable[[int, int], bool] | None = None
+) -> list[dict[str, Any]]:
     """All IPv4 TCP sockets (except LISTEN) with tcp_info and congestion control, as rows.
 
     A dump walks the kernel's whole established hash table, which every namespace shares unless
@@ -277,8 +317,16 @@ def diag_get(sock: socket.socket, conn: str) -> dict[str, Any] | None:
     lip, lport = local.rsplit(":", 1)
     rip, rport = remote.rsplit(":", 1)
     req = _REQ.pack(
-        socket.AF_INET, socket.IPPROTO_TCP, _EXT, 0xFFF, socket.htons(int(lport)), socket.htons(int(rport)),
-        socket.inet_aton(lip), socket.inet_aton(rip), 0, b"\xff" * 8,
+        socket.AF_INET,
+        socket.IPPROTO_TCP,
+        _EXT,
+        0xFFF,
+        socket.htons(int(lport)),
+        socket.htons(int(rport)),
+        socket.inet_aton(lip),
+        socket.inet_aton(rip),
+        0,
+        b"\xff" * 8,
     )
     sock.send(_NLH.pack(_NLH.size + len(req), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 2, 0) + req)
     rows = _read_rows(sock, None, single=True)
@@ -304,7 +352,9 @@ def _read_rows(
             return rows
 
 
-def _parse_diag(buf: bytes, start: int, end: int, keep: Callable[[int, int], bool] | None) -> dict[str, Any] | None:
+def _parse_diag(
+    buf: bytes, start: int, end: int, keep: Callable[[int, int], bool] | None
+) -> dict[str, Any] | None:
     fam, st, _, _, sp, dp, src, dst, _, _, _, _, _, _, _ = _MSG.unpack_from(buf, start)
     sport, dport = socket.ntohs(sp), socket.ntohs(dp)
     if keep is not None and not keep(sport, dport):
@@ -324,10 +374,18 @@ def _parse_diag(buf: bytes, start: int, end: int, keep: Callable[[int, int], boo
             u32 = {k: struct.unpack_from("=I", data, o)[0] for k, o in _TI_U32.items() if o + 4 <= len(data)}
             u8 = {k: data[o] for k, o in _TI_U8.items()}
             row.update(
-                cwnd=u32["cwnd"], ssthresh=u32["ssthresh"], srtt_ms=u32["rtt"] / 1000,
-                rttvar_ms=u32["rttvar"] / 1000, rto_ms=u32["rto"] / 1000, backoff=u8["backoff"],
-                retrans_total=u32["total_retrans"], retrans_now=u32["retrans"], lost=u32["lost"],
-                unacked=u32["unacked"], ca_state=u8["ca_state"], snd_wnd=u32.get("snd_wnd"),
+                cwnd=u32["cwnd"],
+                ssthresh=u32["ssthresh"],
+                srtt_ms=u32["rtt"] / 1000,
+                rttvar_ms=u32["rttvar"] / 1000,
+                rto_ms=u32["rto"] / 1000,
+                backoff=u8["backoff"],
+                retrans_total=u32["total_retrans"],
+                retrans_now=u32["retrans"],
+                lost=u32["lost"],
+                unacked=u32["unacked"],
+                ca_state=u8["ca_state"],
+                snd_wnd=u32.get("snd_wnd"),
             )
             for k, o in _TI_U64.items():
                 if o + 8 <= len(data):

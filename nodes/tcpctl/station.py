@@ -76,8 +76,15 @@ class StationEndpoint:
         if key[1] == "tcpctl_report":
             _, _, cid, seq = key
             acts = self.agent.retransmit(cid, seq, now_ns)
-            self.events.append({"event": "reported", "conn": str(cid), "seq": seq, "t_ns": now_ns,
-                                "retransmitted": any(isinstance(a, ToNetwork) for a in acts)})
+            self.events.append(
+                {
+                    "event": "reported",
+                    "conn": str(cid),
+                    "seq": seq,
+                    "t_ns": now_ns,
+                    "retransmitted": any(isinstance(a, ToNetwork) for a in acts),
+                }
+            )
             return self._filter(acts, now_ns)
         return self._filter(self.agent.on_timer(key, now_ns), now_ns)
 
@@ -94,7 +101,9 @@ class StationEndpoint:
                     delay = self.drop_armed.pop(cid, None)
                     if delay is not None:
                         self._n += 1
-                        self.events.append({"event": "dropped", "conn": str(cid), "seq": t.seq, "t_ns": now_ns})
+                        self.events.append(
+                            {"event": "dropped", "conn": str(cid), "seq": t.seq, "t_ns": now_ns}
+                        )
                         if self.trace_ports:
                             self._record(a.packet, "drop", now_ns)
                         out.append(Drop(a.packet, "tcpctl_injected_drop"))
@@ -134,7 +143,9 @@ class ControlServer:
             os.unlink(path)
         except FileNotFoundError:
             pass
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
+        self.sock = socket.socket(
+            socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
+        )
         self.sock.bind(path)
         os.chmod(path, 0o600)
         self.sock.listen(8)
@@ -236,17 +247,26 @@ class ControlServer:
             pol: Any = (
                 Abra(float(req.get("min_srtt_s", 0.1)), float(req.get("max_srtt_s", 0.6)))
                 if kind == "abra"
-                else FixedAfterTwo() if kind == "fixed_after_two" else Standard()
+                else FixedAfterTwo()
+                if kind == "fixed_after_two"
+                else Standard()
             )
             api.rto_policy(cid, pol)
             return res, []
         if op == "state":
             c = api.agent.conns.get(cid)
-            res["agent"] = None if c is None else {
-                "snd_una": c.snd_una, "snd_nxt": c.snd_nxt, "copies": len(c.segments),
-                "hold": None if c.hold is None else c.hold.mode.name,
-                "probes_this_hold": None if c.hold is None else c.hold.probes, **c.stats,
-            }
+            res["agent"] = (
+                None
+                if c is None
+                else {
+                    "snd_una": c.snd_una,
+                    "snd_nxt": c.snd_nxt,
+                    "copies": len(c.segments),
+                    "hold": None if c.hold is None else c.hold.mode.name,
+                    "probes_this_hold": None if c.hold is None else c.hold.probes,
+                    **c.stats,
+                }
+            )
             res["kernel"] = api.kernel_state(cid)
             return res, []
         if op == "atcp_on_unreachable":
@@ -271,7 +291,7 @@ class ControlServer:
             ep.trace_ports.add(cid.local_port)
             return res, []
         if op == "trace_dump":
-            res["trace"] = ep.trace[int(req.get("since", 0)):]
+            res["trace"] = ep.trace[int(req.get("since", 0)) :]
             res["trace_dropped"] = ep.trace_dropped
             return res, []
         raise ValueError(f"unknown op {op!r}")
@@ -299,9 +319,9 @@ def attach(router: Any, cfg: Mapping[str, Any]) -> TcpControl:
     api = make_endpoint(router.ctx, router.rt, run_id=run_id)
     ep = StationEndpoint(api.agent)
     router.rt.endpoint = ep
-    router.tcpctl_control = ControlServer(str(cfg["control_socket"]), router, api, ep) if cfg.get(
-        "control_socket"
-    ) else None
+    router.tcpctl_control = (
+        ControlServer(str(cfg["control_socket"]), router, api, ep) if cfg.get("control_socket") else None
+    )
     router.log.info("tcpctl: endpoint agent on (bpf %s)", run_id is not None)
     return api
 
@@ -336,4 +356,3 @@ class Client:
     def close(self) -> None:
         self.f.close()
         self.sock.close()
-

@@ -4,12 +4,17 @@ the real testbed, and the routers' counters read back."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from testbed import run as tbrun
+from testbed.registry import Registry
 
 LINE = [[0, 50], [200, 50], [400, 50], [600, 50], [800, 50]]
 """Five stations 200 m apart: with the 250 m ns-2 WaveLAN range each hears only its neighbours."""
@@ -99,3 +104,29 @@ def middle_station_moves(tmp_path: Path, protocol: str) -> Path:
             {"t_s": 8, "op": "move", "station": 3, "x": 400, "y": 1900},
         ],
     )
+
+
+def medium_pid(tb: tbrun.Testbed) -> int:
+    """The medium's pid as the run's registry records it (what `make clean` would find)."""
+    assert tb.registry is not None
+    reg = Registry.load(tb.registry.path)
+    pids = [p["pid"] for p in reg.processes if p["role"] == "medium"]
+    assert len(pids) == 1, reg.processes
+    return int(pids[0])
+
+
+def stall_medium(pid: int, at_s: float, stall_s: float, tb: tbrun.Testbed) -> threading.Thread:
+    """SIGSTOP the medium at run time ``at_s`` for ``stall_s``, then SIGCONT (in a thread)."""
+
+    def go() -> None:
+        while tb.now_s() < at_s:
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(stall_s)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    th = threading.Thread(target=go, daemon=True)
+    th.start()
+    return th

@@ -1,6 +1,7 @@
 """The smoke sweep end to end, for real: ``python -m experiments.sweep experiments/sweeps/smoke.yaml``
-runs both points (real namespaces, kernel TCP, the medium), aggregates them, and a second
-invocation skips both (resume). About 25 s per invocation pair on 2 cores."""
+runs both points (real namespaces, kernel TCP, the medium), writes their rows (with validity),
+aggregates them, and a second invocation skips both (resume from the rows). About 25 s per
+invocation pair on 2 cores."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def sweep(out: Path) -> dict[str, object]:
             "experiments/sweeps/smoke.yaml",
             "--out",
             str(out),
+            "--data",
+            str(out / "data"),
             "--json-report",
         ],
         cwd=ROOT,
@@ -40,7 +43,11 @@ def sweep(out: Path) -> dict[str, object]:
 
 def test_smoke_sweep_runs_aggregates_and_resumes(tmp_path: Path) -> None:
     first = sweep(tmp_path)
-    assert first["ran"] == 2 and first["completed"] == 2 and first["skipped"] == 0
+    assert first["ran"] == first["completed"] + first["invalid_reruns"] and first["completed"] == 2
+    assert first["skipped"] == 0
+    with open(tmp_path / "data" / "smoke.csv", newline="") as fh:
+        kept = list(csv.DictReader(fh))
+    assert sum(r["valid"] == "true" for r in kept) == 2 and all(r["revision"] for r in kept)
     with open(tmp_path / "smoke" / "aggregate.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 2
@@ -49,11 +56,10 @@ def test_smoke_sweep_runs_aggregates_and_resumes(tmp_path: Path) -> None:
         assert row["tcp_timeouts_total"] != ""  # read from nstat
         # network-layer totals from the routers' counters (summary.json -> aggregate.csv)
         assert 0.0 <= float(row["packet_loss_pct"]) < 50.0, row
-        summ = json.loads((tmp_path / "smoke" / row["run_dir"] / "summary.json").read_text())
+        summ = json.loads((tmp_path / "smoke" / row["run_id"] / "summary.json").read_text())
         net = summ["network"]
         assert net["data_originated"] > 100 and net["data_forwarded"] > 100, net
         assert net["data_delivered"] <= net["data_originated"], net
-        assert (tmp_path / "smoke" / row["run_dir"] / "sweep-point.json").exists()
     with open(tmp_path / "smoke" / "summary.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 2
 

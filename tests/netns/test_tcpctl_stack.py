@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from stack_run import StackRun, chain_testbed, skip_without_stack
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow]
+pytestmark = [pytest.mark.netns]
 T_FLOW = 1.0  # the flow starts (run time, s)
 T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0

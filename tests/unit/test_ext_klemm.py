@@ -10,7 +10,7 @@ import pytest
 
 from nodes.core import NS_PER_MS, NS_PER_S, ParamError
 from nodes.core.addr import BROADCAST, station_ip_bytes, station_ip_int
-from nodes.core.events import Frame, FromAir, Send, SetPower, TxStatus
+from nodes.core.events import Drop, Frame, FromAir, Send, SetPower, TxStatus
 from nodes.core.ipv4 import checksum
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import SimNetwork
@@ -325,7 +325,9 @@ def test_control_frames_are_never_resent_at_high_power() -> None:
     rrep = Frame(b"\x45" + bytes(27), 3, control=True)
     acts = fail(proto, rrep, NS_PER_S)
     assert not any(isinstance(a, SetPower) for a in acts)
-    assert proto.ctx.counters.extra["aodv_link_breaks"] == 1
+    # as ns-2's rt_ll_failed, a failed control frame is dropped, not a link break (issue 11)
+    assert proto.ctx.counters.extra["aodv_link_breaks"] == 0
+    assert Drop(rrep.packet, "aodv_control_tx_failed") in acts
 
 
 @pytest.mark.parametrize("order", [["persistent_mac", "reactive_lm"], ["reactive_lm", "persistent_mac"]])

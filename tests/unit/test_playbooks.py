@@ -164,7 +164,8 @@ def _fake_host_results(dest: Path, experiment: str, n: int) -> None:
     try:
         sweep = load_sweep("experiments/sweeps/smoke.yaml")
         points = expand(sweep)
-        sw.run_points(sweep, points[:n], out_root=dest / "results", run_fn=fake)
+        data = dest / "results" / experiment / "rows"  # as run.yml has the host keep them
+        sw.run_points(sweep, points[:n], out_root=dest / "results", data_dir=data, run_fn=fake)
         sw.copy_sweep_file("experiments/sweeps/smoke.yaml", dest / "results" / experiment)
     finally:
         os.chdir(cwd)
@@ -193,6 +194,8 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
         "manet_dest": str(host_dest),
         "manet_sweep": "experiments/sweeps/smoke.yaml",
         "testbed_sweep_controller_results": str(ctl),
+        "testbed_sweep_controller_data": str(tmp_path / "ctl-data"),
+        "testbed_sweep_controller_reports": str(tmp_path / "ctl-reports"),
         "testbed_sweep_tmp": str(tmp_path),
         "testbed_sweep_fetch": True,
     }
@@ -204,6 +207,8 @@ def test_collect_brings_results_home_and_is_idempotent(tmp_path: Path) -> None:
     assert len(runs) == 2
     lines = (ctl / "smoke" / "aggregate.csv").read_text().strip().splitlines()
     assert len(lines) == 3  # header + 2 runs
+    merged = (tmp_path / "ctl-data" / "smoke.csv").read_text().strip().splitlines()
+    assert len(merged) == 3  # the host's 2 rows, merged into the controller's rows file
 
     second = run_playbook(*args)
     assert second.returncode == 0, second.stdout[-3000:]

@@ -7,7 +7,9 @@ import signal
 import socket
 import time
 
-from nodes.router.loop import EpollLoop
+import pytest
+
+from nodes.router.loop import EpollLoop, LagHistogram
 
 
 def test_timers_fire_in_order_and_cancelled_ones_do_not() -> None:
@@ -81,3 +83,41 @@ def test_many_cancelled_timers_are_compacted() -> None:
         loop.call_at_ns(far + i, lambda: None).cancel()
     assert len(loop._heap) < 200
     loop.close()
+
+
+def test_lag_histogram_quantiles_and_late_counts() -> None:
+    h = LagHistogram()
+    for _ in range(97):
+        h.record(300_000)  # 0.3 ms: bucket 3
+    h.record(1_500_000)
+    h.record(7_000_000)
+    h.record(250_000_000)  # beyond the last bucket: counted there, exact maximum
+    d = h.to_dict()
+    assert d["count"] == 100
+    assert d["p50_ns"] == 400_000  # upper edge of the 0.3-0.4 ms bucket
+    assert d["p99_ns"] == 7_100_000
+    assert d["max_ns"] == 250_000_000
+    assert d["late"] == {"1000000": 3, "2000000": 2, "5000000": 2, "10000000": 1, "50000000": 1}
+    assert LagHistogram().to_dict()["p99_ns"] == 0
+
+
+def test_a_timer_run_late_is_recorded_as_lag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop runs due timers at its clock's now; each one's lateness is now - when_ns (exact)."""
+    import nodes.router.loop as loop_mod
+
+    loop = EpollLoop()
+    fired: list[str] = []
+    loop.call_at_ns(1_000_000_000, fired.append, "a")
+    loop.call_at_ns(1_030_000_000, fired.append, "b")
+    loop.call_at_ns(1_045_000_000, fired.append, "c").cancel()  # cancelled: no sample
+    loop.call_at_ns(2_000_000_000, fired.append, "later")  # not due
+    monkeypatch.setattr(loop_mod, "_monotonic_ns", lambda: 1_050_000_000)
+    loop._run_timers()
+    loop.close()
+    assert fired == ["a", "b"]
+    lag = loop.lag
+    assert lag.count == 2
+    assert lag.max_ns == 50_000_000
+    assert lag.count_at_least(20_000_000) == 2
+    assert lag.count_at_least(50_000_000) == 1
+    assert lag.to_dict()["p50_ns"] == 20_100_000  # upper edge of the 20.0-20.1 ms bucket

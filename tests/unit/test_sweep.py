@@ -12,6 +12,7 @@ import json
 import math
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ import pytest
 
 from experiments import aggregate as agg
 from experiments import sweep as sw
-from experiments.rundirs import INDEX_FILE, POINT_FILE, completed_runs, read_json
+from experiments.rows import RowStore, RunRecord
+from experiments.rundirs import INDEX_FILE, POINT_FILE, read_json
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep, parse_sweep, point_id
 from experiments.stats import summarize, t_quantile
 
@@ -60,10 +62,14 @@ class FakeRun:
         incomplete: set[tuple[str, int]] | None = None,
         fail: set[tuple[str, int]] | None = None,
         interrupt_after: int | None = None,
+        invalid: set[tuple[str, int]] | None = None,
+        on_call: Callable[[], None] | None = None,
     ) -> None:
+        self.on_call = on_call
         self.calls: list[sw.RunRequest] = []
         self.incomplete = incomplete or set()  # (point_id, attempt) that end with complete=false
         self.fail = fail or set()  # (point_id, attempt) that raise
+        self.invalid = invalid or set()  # (point_id, attempt) whose real time did not hold
         self.interrupt_after = interrupt_after
         self._lock = threading.Lock()
         self._n = 0
@@ -75,15 +81,24 @@ class FakeRun:
             n = self._n
         if self.interrupt_after is not None and n > self.interrupt_after:
             raise KeyboardInterrupt
+        if self.on_call is not None:
+            self.on_call()
         if (req.point_id, req.attempt) in self.fail:
             raise RuntimeError("medium crashed")
         run_dir = Path(req.out_root) / req.experiment / uuid.uuid4().hex[:6]  # a run never overwrites another
         run_dir.mkdir(parents=True)
         window = req.overrides.get("traffic.tcp[0].max_window_pkts", 0)
         complete = (req.point_id, req.attempt) not in self.incomplete
+        invalid = (req.point_id, req.attempt) in self.invalid
         summary: dict[str, Any] = {
             "run_id": run_dir.name,
             "complete": complete,
+            "valid": not invalid,
+            "validity": {
+                "reasons": ["medium lag max 480.00 ms > 20.00 ms"] if invalid else [],
+                "medium_lag_p99_ms": 0.1,
+                "run_cpu_s": 1.5,
+            },
             "seed": req.seed,
             "duration_s": 10.0,
             "routing_packets": 10 * req.seed,
@@ -105,6 +120,22 @@ class FakeRun:
         return run_dir
 
 
+class VirtualClock:
+    """The runner's clock in tests: time moves only when a fake run says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, s: float) -> None:
+        with self._lock:
+            self.now += s
+
+
 # ---------------------------------------------------------------------------- expansion and ids
 
 
@@ -122,9 +153,7 @@ def test_expansion_is_the_product_minus_exclusions_with_seeds_innermost() -> Non
         "traffic.tcp[0].max_window_pkts": 4,
         "tcp.cc": "reno",
     }
-    assert not any(
-        p.params["routing.extensions"] == ["abra"] and p.params["cc"] == "cubic" for p in points
-    )
+    assert not any(p.params["routing.extensions"] == ["abra"] and p.params["cc"] == "cubic" for p in points)
 
 
 def test_point_ids_are_stable_and_distinct() -> None:
@@ -198,34 +227,70 @@ def test_shipped_sweep_files_load_and_give_valid_scenarios() -> None:
 # ---------------------------------------------------------------------------- running
 
 
-def test_run_then_resume_skips_completed_points(tmp_path: Path) -> None:
+def rows_of(data: Path, experiment: str = "fake") -> list[RunRecord]:
+    return RowStore(experiment, data).load().records
+
+
+def test_run_then_resume_skips_points_with_a_valid_row(tmp_path: Path) -> None:
     sweep = make_sweep()
     points = expand(sweep)
     fake = FakeRun()
-    report = sw.run_points(sweep, points, out_root=tmp_path, run_fn=fake, parallel=3)
+    data = tmp_path / "data"
+    report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake, parallel=3)
     assert report.ran == len(points) and not report.failed and report.skipped == 0
     assert sorted(r.point_id for r in fake.calls) == sorted(p.point_id for p in points)
+    rows = rows_of(data)
+    assert sorted(r.point_id for r in rows) == sorted(p.point_id for p in points)
+    assert all(r.valid and r.signals["run_cpu_s"] == 1.5 for r in rows)
     exp_dir = tmp_path / "fake"
     index = read_json(exp_dir / INDEX_FILE)
-    assert set(index["points"]) == {p.point_id for p in points}
     entry = index["points"][points[0].point_id]
     assert entry["status"] == "complete" and not Path(entry["run_dir"]).is_absolute()
     point_file = read_json(exp_dir / entry["run_dir"] / POINT_FILE)
     assert point_file["params"] == points[0].params and point_file["seed"] == points[0].seed
 
     again = FakeRun()
-    report2 = sw.run_points(sweep, points, out_root=tmp_path, run_fn=again, parallel=2)
+    report2 = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=again, parallel=2)
     assert again.calls == [] and report2.skipped == len(points) and report2.ran == 0
 
 
-def test_resume_works_without_the_index(tmp_path: Path) -> None:
+def test_resume_needs_only_the_rows_not_the_results_tree(tmp_path: Path) -> None:
+    """A new machine has the rows (git) but no results/: nothing is run twice."""
     sweep = make_sweep()
     points = expand(sweep)
-    sw.run_points(sweep, points, out_root=tmp_path, run_fn=FakeRun())
-    (tmp_path / "fake" / INDEX_FILE).unlink()
+    data = tmp_path / "data"
+    sw.run_points(sweep, points, out_root=tmp_path / "old", data_dir=data, run_fn=FakeRun())
     again = FakeRun()
-    sw.run_points(sweep, points, out_root=tmp_path, run_fn=again)
+    sw.run_points(sweep, points, out_root=tmp_path / "new", data_dir=data, run_fn=again)
     assert again.calls == []
+
+
+def test_an_invalid_run_is_kept_as_a_row_never_counted_and_run_again(tmp_path: Path) -> None:
+    sweep = make_sweep()
+    points = expand(sweep)[:3]
+    bad = points[1].point_id
+    fake = FakeRun(invalid={(bad, 1), (bad, 2)})
+    data = tmp_path / "data"
+    report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake)
+    assert [r.attempt for r in fake.calls if r.point_id == bad] == [1, 2, 3]
+    assert len(report.reruns) == 2 and report.completed == 3 and not report.failed
+    rows = rows_of(data)
+    assert [(r.attempt, r.valid) for r in rows if r.point_id == bad] == [(1, False), (2, False), (3, True)]
+    assert "medium lag" in next(r for r in rows if not r.valid).invalid_reasons[0]
+    loaded = agg.load_rows("fake", data)
+    assert len(loaded.counted) == 3 and len(loaded.invalid) == 2
+    assert all(r.valid for r in loaded.counted)
+
+
+def test_a_point_that_stays_invalid_is_given_up_after_max_reruns(tmp_path: Path) -> None:
+    sweep = make_sweep()
+    points = expand(sweep)[:1]
+    pid = points[0].point_id
+    fake = FakeRun(invalid={(pid, n) for n in range(1, 10)})
+    report = sw.run_points(
+        sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=fake, max_reruns=2
+    )
+    assert len(fake.calls) == 3 and report.completed == 0 and len(report.reruns) == 3
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 25])
@@ -244,20 +309,23 @@ def test_bad_shard_specs_are_rejected(bad: str) -> None:
 
 
 def test_sharded_runs_together_complete_the_sweep(tmp_path: Path) -> None:
+    """Three hosts append to one rows file (as on a shared checkout): every point exactly once."""
     sweep = make_sweep()
     points = expand(sweep)
-    for i in range(3):  # three "hosts" writing into their own results trees
-        sw.run_points(sweep, sw.shard_points(points, (i, 3)), out_root=tmp_path / f"h{i}", run_fn=FakeRun())
-    # the controller puts them side by side under results/<experiment>/hosts/<h>/ and aggregates
-    merged = tmp_path / "ctl" / "fake"
+    data = tmp_path / "data"
     for i in range(3):
-        (merged / "hosts").mkdir(parents=True, exist_ok=True)
-        (tmp_path / f"h{i}" / "fake").rename(merged / "hosts" / f"h{i}")
-    assert set(completed_runs(merged)) == {p.point_id for p in points}
-    rows = agg.load_runs(merged)
-    assert len(rows) == len(points)
+        sw.run_points(
+            sweep,
+            sw.shard_points(points, (i, 3)),
+            out_root=tmp_path / f"h{i}",
+            data_dir=data,
+            run_fn=FakeRun(),
+        )
+    loaded = agg.load_rows("fake", data)
+    assert sorted(r.point_id for r in loaded.counted) == sorted(p.point_id for p in points)
+    assert loaded.problems == []
     again = FakeRun()
-    sw.run_points(sweep, points, out_root=tmp_path / "ctl", run_fn=again)
+    sw.run_points(sweep, points, out_root=tmp_path / "ctl", data_dir=data, run_fn=again)
     assert again.calls == []
 
 
@@ -265,15 +333,17 @@ def test_interrupted_and_failed_runs_are_retried_next_time(tmp_path: Path) -> No
     sweep = make_sweep()
     points = expand(sweep)
     broken, crashed = points[1].point_id, points[2].point_id
+    data = tmp_path / "data"
     fake = FakeRun(incomplete={(broken, 1)}, fail={(crashed, 1)})
-    report = sw.run_points(sweep, points, out_root=tmp_path, run_fn=fake)
+    report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake)
     assert {o.point.point_id: o.status for o in report.failed} == {broken: "incomplete", crashed: "failed"}
     index = read_json(tmp_path / "fake" / INDEX_FILE)["points"]
     assert index[broken]["status"] == "incomplete" and index[broken]["run_dir"]
     assert index[crashed]["status"] == "failed" and "medium crashed" in index[crashed]["error"]
+    assert {broken, crashed}.isdisjoint(r.point_id for r in rows_of(data))  # no row without a run
 
     again = FakeRun()
-    report2 = sw.run_points(sweep, points, out_root=tmp_path, run_fn=again)
+    report2 = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=again)
     assert sorted(r.point_id for r in again.calls) == sorted([broken, crashed])
     assert not report2.failed
     assert read_json(tmp_path / "fake" / INDEX_FILE)["points"][broken]["status"] == "complete"
@@ -284,25 +354,40 @@ def test_retries_within_one_invocation(tmp_path: Path) -> None:
     points = expand(sweep)[:2]
     pid = points[0].point_id
     fake = FakeRun(fail={(pid, 1)}, incomplete={(pid, 2)})
-    report = sw.run_points(sweep, points, out_root=tmp_path, run_fn=fake, retries=2)
+    report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=fake, retries=2)
     assert not report.failed
     assert [r.attempt for r in fake.calls if r.point_id == pid] == [1, 2, 3]
 
 
-def test_keyboard_interrupt_stops_and_a_rerun_finishes(tmp_path: Path) -> None:
+def test_keyboard_interrupt_loses_at_most_the_runs_in_flight(tmp_path: Path) -> None:
     sweep = make_sweep()
     points = expand(sweep)
+    data = tmp_path / "data"
     with pytest.raises(KeyboardInterrupt):
-        sw.run_points(sweep, points, out_root=tmp_path, run_fn=FakeRun(interrupt_after=5))
-    done = completed_runs(tmp_path / "fake")
-    assert 0 < len(done) < len(points)
+        sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=FakeRun(interrupt_after=5))
+    done = {r.point_id for r in rows_of(data)}
+    assert len(done) == 5
     again = FakeRun()
-    sw.run_points(sweep, points, out_root=tmp_path, run_fn=again)
+    sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=again)
     assert len(again.calls) == len(points) - len(done)
-    assert set(completed_runs(tmp_path / "fake")) == {p.point_id for p in points}
+    assert {r.point_id for r in rows_of(data)} == {p.point_id for p in points}
 
 
-# ---------------------------------------------------------------------------- aggregation
+def test_budget_starts_no_run_that_would_not_finish(tmp_path: Path) -> None:
+    sweep = make_sweep()  # duration_s 30 -> expected 90 s per run before any row
+    points = expand(sweep)
+    clock = VirtualClock()
+    fake = FakeRun(on_call=lambda: clock.advance(40.0))
+    report = sw.run_points(
+        sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=fake, budget_s=200.0, clock=clock
+    )
+    # first run: 200 s left >= 90 expected; it takes 40 s; then the expected wall is the measured 40 s
+    # starts at 0, 40, 80, 120, 160 (40 s left: just enough); at 200 nothing is left
+    assert report.budget_exhausted and len(fake.calls) == 5
+    assert sw.parse_duration("1h30m") == 5400 and sw.parse_duration("90m") == 5400
+    assert sw.parse_duration("45s") == 45 and sw.parse_duration("3600") == 3600
+    with pytest.raises(ValueError):
+        sw.parse_duration("soon")
 
 
 def test_t_quantiles_match_tables() -> None:
@@ -327,11 +412,12 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
 def test_aggregate_csv_and_summary_math(tmp_path: Path) -> None:
     sweep = make_sweep()
     points = expand(sweep)
-    sw.run_points(sweep, points, out_root=tmp_path, run_fn=FakeRun())
+    data = tmp_path / "data"
+    sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=FakeRun())
     exp_dir = tmp_path / "fake"
-    written = agg.aggregate(exp_dir)
+    written = agg.aggregate(agg.load_rows("fake", data), exp_dir)
     assert all(written.values())
-    assert not any(agg.aggregate(exp_dir).values())  # unchanged the second time
+    assert not any(agg.aggregate(agg.load_rows("fake", data), exp_dir).values())  # unchanged
 
     rows = _read_csv(exp_dir / "aggregate.csv")
     assert len(rows) == len(points)
@@ -400,9 +486,11 @@ def test_cli_runs_resumes_shards_and_aggregates(tmp_path: Path, capsys: pytest.C
     sweep_file = tmp_path / "s.yaml"
     sweep_file.write_text(SWEEP_YAML)
     out = str(tmp_path / "res")
+    data = str(tmp_path / "data")
     fake = FakeRun()
     rc = sw.main(
-        [str(sweep_file), "--out", out, "--shard", "1/2", "--json-report", "--parallel", "2"], run_fn=fake
+        [str(sweep_file), "--out", out, "--data", data, "--shard", "1/2", "--json-report", "--parallel", "2"],
+        run_fn=fake,
     )
     assert rc == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -410,11 +498,11 @@ def test_cli_runs_resumes_shards_and_aggregates(tmp_path: Path, capsys: pytest.C
     assert (tmp_path / "res" / "fake" / "aggregate.csv").exists()
     assert (tmp_path / "res" / "fake" / "sweep.yaml").read_text() == SWEEP_YAML
 
-    rc = sw.main([str(sweep_file), "--out", out, "--dry-run"], run_fn=fake)
+    rc = sw.main([str(sweep_file), "--out", out, "--data", data, "--dry-run"], run_fn=fake)
     assert rc == 0
     assert "9 done, 9 to run" in capsys.readouterr().out
 
-    rc = sw.main([str(sweep_file), "--out", out, "--json-report"], run_fn=fake)
+    rc = sw.main([str(sweep_file), "--out", out, "--data", data, "--json-report"], run_fn=fake)
     assert rc == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["skipped"] == 9
 
@@ -426,7 +514,7 @@ def test_cli_rejects_overrides_the_scenario_does_not_accept(
     sweep_file.write_text(
         f"experiment: x\nscenario: {SCENARIO}\nseeds: [1]\ngrid:\n  routing.protocl: [dsr]\n"
     )
-    rc = sw.main([str(sweep_file), "--out", str(tmp_path)], run_fn=FakeRun())
+    rc = sw.main([str(sweep_file), "--out", str(tmp_path), "--data", str(tmp_path)], run_fn=FakeRun())
     assert rc == 2
     assert "routing.protocl" in capsys.readouterr().err
 

@@ -68,6 +68,7 @@ def test_router_config_follows_the_contract(tmp_path: Path) -> None:
         "extensions",
         "ifq_len",
         "promiscuous",
+        "trace",
         "out_dir",
     }
     assert cfg["station_id"] == 3 and cfg["n_stations"] == 5 and cfg["seed"] == 7

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from nodes.core.clock import seconds
 
+LOCAL_REPAIR_RULES = ("ns2", "rfc")
+"""Values of ``AodvParams.local_repair_rule``."""
+
 
 @dataclass(frozen=True, slots=True)
 class AodvParams:
@@ -52,8 +55,28 @@ class AodvParams:
     # ---------------------------------------------------------------- options
     enable_hello: bool = False
     """Broadcast HELLO messages (section 6.9). Off: link breaks come from the MAC's TX status."""
-    local_repair: bool = False
-    """Repair a broken link locally (section 6.12) instead of sending a RERR at once."""
+    local_repair: bool = True
+    """Repair a broken link locally (section 6.12) instead of sending a RERR at once. On by
+    default as in ns-2, the simulator of the papers (aodv.h defines AODV_LOCAL_REPAIR; Klemm 2004,
+    Cohen and Ghanem 2008 ran ns-2's AODV as built); docs/aodv.md "Defaults"."""
+    local_repair_rule: str = "ns2"
+    """Which breaks are repaired locally. "ns2": transit data that has come farther than it still
+    has to go (aodv.cc rt_ll_failed: ``num_forwards > rt_hops``; here the hop count of the route
+    back to the packet's source > the hop count of the route to its destination), the destination
+    also within MAX_REPAIR_TTL. "rfc": every transit packet whose destination is within
+    MAX_REPAIR_TTL hops (section 6.12's only condition)."""
+    control_failure_breaks_link: bool = False
+    """Whether a failed unicast AODV message (RREP, RERR, RREP-ACK) is a link break. Off: it is
+    dropped and the link kept, as ns-2 (rt_ll_failed drops non-data packets without declaring
+    the link down) and section 6.11 ("a link break ... while transmitting data") do."""
+    adaptive_traversal_time: bool = True
+    """Wait for a RREP with the measured per-hop discovery latency instead of
+    NODE_TRAVERSAL_TIME: RING_TRAVERSAL_TIME and NET_TRAVERSAL_TIME use the mean of the last
+    ``traversal_history`` (discovery latency / hop count) samples for that destination, as ns-2's
+    PerHopTime (aodv.cc sendRequest: ``rt_req_timeout = 2 * ttl * PerHopTime(rt)``). A lost RREQ
+    on a 4-hop chain is then retried after ~0.1 s instead of 0.64 s, then 2.8 s (docs/aodv.md)."""
+    traversal_history: int = 3
+    """Discovery latency samples kept per destination (ns-2 MAX_HISTORY = 3)."""
     gratuitous_rrep: bool = False
     """Set the 'G' flag in RREQs we originate (section 6.6.3)."""
     destination_only: bool = False
@@ -95,6 +118,10 @@ class AodvParams:
             raise ValueError("net_diameter must be in 1..255 (it is an IP TTL)")
         if not self.ttl_start <= self.ttl_threshold <= self.net_diameter:
             raise ValueError("need ttl_start <= ttl_threshold <= net_diameter")
+        if self.local_repair_rule not in LOCAL_REPAIR_RULES:
+            raise ValueError(f"local_repair_rule must be one of {', '.join(LOCAL_REPAIR_RULES)}")
+        if self.traversal_history < 1:
+            raise ValueError("traversal_history must be >= 1")
         if not 1 <= self.control_ttl <= 255:
             raise ValueError("control_ttl must be in 1..255")
 
@@ -167,6 +194,8 @@ class AodvParams:
         """Lifetime of a HELLO (section 6.9): ALLOWED_HELLO_LOSS * HELLO_INTERVAL."""
         return self.allowed_hello_loss * self.hello_interval_ns
 
-    def ring_traversal_time_ns(self, ttl_value: int) -> int:
-        """RING_TRAVERSAL_TIME = 2 * NODE_TRAVERSAL_TIME * (TTL_VALUE + TIMEOUT_BUFFER)."""
-        return 2 * self.node_traversal_time_ns * (ttl_value + self.timeout_buffer)
+    def ring_traversal_time_ns(self, ttl_value: int, node_traversal_ns: int | None = None) -> int:
+        """RING_TRAVERSAL_TIME = 2 * NODE_TRAVERSAL_TIME * (TTL_VALUE + TIMEOUT_BUFFER);
+        ``node_traversal_ns`` replaces NODE_TRAVERSAL_TIME (the measured per-hop time)."""
+        ntt = self.node_traversal_time_ns if node_traversal_ns is None else node_traversal_ns
+        return 2 * ntt * (ttl_value + self.timeout_buffer)

@@ -81,7 +81,7 @@ from .messages import MalformedMessage, Message, Rerr, Rrep, RrepAck, Rreq, deco
 from .neighbours import NeighbourTable
 from .params import AodvParams
 from .rate_limit import RateLimiter
-from .request_table import Discovery, RequestTable, first_ttl, next_attempt, timeout_ns
+from .request_table import Discovery, RequestTable, TraversalHistory, first_ttl, next_attempt, timeout_ns
 from .route_table import RouteEntry, RouteState, RoutingTable, is_fresher
 from .send_buffer import SendBuffer
 from .seqno import seq_ge, seq_gt, seq_inc, seq_max
@@ -141,6 +141,8 @@ class AodvRouting(RoutingProtocol):
         self.table = RoutingTable(p.delete_period_ns, self.log)
         self.ids = IdCache(p.path_discovery_time_ns)
         self.requests = RequestTable()
+        self.traversal = TraversalHistory(p.traversal_history)
+        """Per-hop discovery latencies (``adaptive_traversal_time``, ns-2's PerHopTime)."""
         self.neighbours = NeighbourTable()
         self.buffer = SendBuffer(p.send_buffer_len, p.send_buffer_timeout_ns)
         self.rreq_rate = RateLimiter(p.rreq_ratelimit)
@@ -247,7 +249,12 @@ class AodvRouting(RoutingProtocol):
                     decision=decision,
                     now_ns=now,
                 )
-            if decision.link_break:
+            if decision.link_break and ev.frame.control and not self.p.control_failure_breaks_link:
+                # ns-2 aodv.cc rt_ll_failed: "Non-data packets and Broadcast Packets can be
+                # dropped" (no link break); section 6.11 case (i) is a break "while transmitting
+                # data".
+                acts.append(Drop(ev.frame.packet, "aodv_control_tx_failed"))
+            elif decision.link_break:
                 acts += self._link_break(ev.frame.next_hop, ev.frame, now)
         return acts
 
@@ -408,7 +415,14 @@ class AodvRouting(RoutingProtocol):
             unknown_seq_no=not known,
         )
         self.log.debug("RREQ %d for %d ttl %d", self.rreq_id, d.dst, d.ttl)
-        return [self._broadcast(rreq, d.ttl, "rreq", False, now), SetTimer(key, now + timeout_ns(self.p, d))]
+        d.last_rreq_ns = now
+        wait = timeout_ns(self.p, d, self._node_traversal_ns(d.dst))
+        return [self._broadcast(rreq, d.ttl, "rreq", False, now), SetTimer(key, now + wait)]
+
+    def _node_traversal_ns(self, dst: int) -> int | None:
+        """NODE_TRAVERSAL_TIME for the waits of a discovery of ``dst``: the measured per-hop
+        latency with ``adaptive_traversal_time`` (ns-2 PerHopTime), else None (the parameter)."""
+        return self.traversal.per_hop_ns(dst) if self.p.adaptive_traversal_time else None
 
     def _on_rreq_timeout(self, dst: int, now: int) -> list[Action]:
         d = self.requests.get(dst)
@@ -432,8 +446,9 @@ class AodvRouting(RoutingProtocol):
             acts += self._drop(b.packet, "send_buffer_timeout", now)
         return acts + self._send_rreq(d, now)
 
-    def _route_found(self, dst: int, now: int) -> list[Action]:
-        """A usable route to ``dst`` may now exist: finish its discovery and flush the buffer."""
+    def _route_found(self, dst: int, now: int, by_rrep: bool = False) -> list[Action]:
+        """A usable route to ``dst`` may now exist: finish its discovery and flush the buffer.
+        ``by_rrep``: a RREP brought it (a per-hop latency sample, as ns-2's recvReply takes)."""
         d = self.requests.get(dst)
         if d is None:
             return []
@@ -441,6 +456,8 @@ class AodvRouting(RoutingProtocol):
         if e is None:
             return []
         self.requests.pop(dst)
+        if by_rrep and not d.rate_limited:
+            self.traversal.add(dst, now - d.last_rreq_ns, e.hop_count)
         acts: list[Action] = [CancelTimer((TIMER, "rreq", dst))]
         if d.local_repair:
             # Section 6.12: "If ... the hop count of the newly determined route to the destination
@@ -671,7 +688,7 @@ class AodvRouting(RoutingProtocol):
                 e.next_hop, e.hop_count, e.dest_seq_no = prev, hc, m.dest_seq_no
                 e.valid_seq_no, e.expires_ns = True, expires
                 self.table.set_state(e, RouteState.VALID, now)
-            acts += self._route_found(dest, now)
+            acts += self._route_found(dest, now, by_rrep=True)
         if orig == self.me:
             return acts
         if not updated or e is None:
@@ -768,7 +785,7 @@ class AodvRouting(RoutingProtocol):
         in its routing table while transmitting data"."""
         self.neighbours.remove(nh)
         affected = self.table.via(nh, now)
-        repair_dst, repair_src = self._repair_candidate(frame, affected)
+        repair_dst, repair_src = self._repair_candidate(frame, affected, now)
         unreachable: list[tuple[int, int]] = []
         recipients: set[int] = set()
         for e in affected:
@@ -803,17 +820,24 @@ class AodvRouting(RoutingProtocol):
         return acts
 
     def _repair_candidate(
-        self, frame: Frame | None, affected: list[RouteEntry]
+        self, frame: Frame | None, affected: list[RouteEntry], now: int
     ) -> tuple[int | None, int | None]:
         """Section 6.12: "When a link break in an active route occurs, the node upstream of that
         break MAY choose to repair the link locally if the destination was no farther than
-        MAX_REPAIR_TTL hops away." Only for transit data (the source rediscovers itself)."""
+        MAX_REPAIR_TTL hops away." Only for transit data (the source rediscovers itself). With
+        ``local_repair_rule = "ns2"`` also only when the packet has come farther than it still has
+        to go (aodv.cc rt_ll_failed: "if the broken link is closer to the dest than source,
+        attempt a local repair. Otherwise, bring down the route": ``num_forwards > rt_hops``)."""
         if not self.p.local_repair or frame is None or frame.control or frame.meta.get("prev_hop") is None:
             return None, None
         dst = ip_to_station(frame.packet[16:20]) if len(frame.packet) >= 20 else None
         src = ip_to_station(frame.packet[12:16]) if len(frame.packet) >= 20 else None
         for e in affected:
             if e.dst == dst and e.hop_count <= self.p.max_repair_ttl:
+                if self.p.local_repair_rule == "ns2":
+                    back = self.table.lookup(src, now) if src is not None else None
+                    if back is None or back.hop_count <= e.hop_count:
+                        return None, None
                 return dst, src
         return None, None
 

@@ -14,11 +14,15 @@ TTL value." and "the source node MUST use a binary exponential backoff": the k-t
 NET_DIAMETER (k = 0 .. RREQ_RETRIES) waits 2**k * NET_TRAVERSAL_TIME.
 
 A local repair (section 6.12) is a single attempt that waits RING_TRAVERSAL_TIME of its TTL.
+
+With ``adaptive_traversal_time`` NODE_TRAVERSAL_TIME in these waits is the measured per-hop
+discovery latency (``TraversalHistory``, ns-2's PerHopTime).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from .params import AodvParams
 
@@ -35,6 +39,8 @@ class Discovery:
     """Local repair: the hop count of the broken route (a longer new route is reported, 6.12)."""
     rate_limited: bool = False
     """The next RREQ waits for the rate limiter (its timer fires when it may go)."""
+    last_rreq_ns: int = 0
+    """When the latest RREQ of this discovery went out (ns-2's rp_timestamp)."""
 
 
 def first_ttl(p: AodvParams, last_hop_count: int | None) -> int:
@@ -45,11 +51,35 @@ def first_ttl(p: AodvParams, last_hop_count: int | None) -> int:
     return p.net_diameter if ttl > p.ttl_threshold else ttl
 
 
-def timeout_ns(p: AodvParams, d: Discovery) -> int:
-    """How long to wait for a RREP after the RREQ just sent for ``d``."""
+def timeout_ns(p: AodvParams, d: Discovery, node_traversal_ns: int | None = None) -> int:
+    """How long to wait for a RREP after the RREQ just sent for ``d``; ``node_traversal_ns``
+    replaces NODE_TRAVERSAL_TIME (NET_TRAVERSAL_TIME = 2 * it * NET_DIAMETER)."""
     if d.local_repair or d.ttl < p.net_diameter:
-        return p.ring_traversal_time_ns(d.ttl)
-    return p.net_traversal_time_ns << d.retries
+        return p.ring_traversal_time_ns(d.ttl, node_traversal_ns)
+    ntt = p.node_traversal_time_ns if node_traversal_ns is None else node_traversal_ns
+    return (2 * ntt * p.net_diameter) << d.retries
+
+
+@dataclass(slots=True)
+class TraversalHistory:
+    """Per-destination per-hop discovery latencies (ns-2 aodv.cc: ``rt_disc_latency[]``, filled
+    in recvReply with (now - RREQ timestamp) / hop count, averaged by ``PerHopTime``)."""
+
+    size: int
+    _samples: dict[int, deque[int]] = field(default_factory=dict)
+
+    def add(self, dst: int, latency_ns: int, hop_count: int) -> None:
+        if hop_count < 1 or latency_ns < 0:
+            return
+        q = self._samples.get(dst)
+        if q is None:
+            q = self._samples[dst] = deque(maxlen=self.size)
+        q.append(latency_ns // hop_count)
+
+    def per_hop_ns(self, dst: int) -> int | None:
+        """Mean per-hop latency for ``dst``, None without samples (then NODE_TRAVERSAL_TIME)."""
+        q = self._samples.get(dst)
+        return sum(q) // len(q) if q else None
 
 
 def next_attempt(p: AodvParams, d: Discovery) -> bool:

@@ -4,7 +4,7 @@ sequence numbers, tables and messages."""
 from __future__ import annotations
 
 import pytest
-from aodv_helpers import air, core, data, ip, sends, sent_msgs, timers
+from aodv_helpers import air, control, core, data, ip, sends, sent_msgs, timers
 from scapy.layers.inet import IP
 
 from nodes.core import ipv4
@@ -438,6 +438,38 @@ def test_source_rebuffers_own_packet_and_rediscovers() -> None:
     ((_, ttl, m),) = sent_msgs(acts)
     assert isinstance(m, Rreq) and ttl == 5 and m.dest_seq_no == 11  # hop count 3 + TTL_INCREMENT
     assert [b.packet for b in c.buffer.take(9)] == [pkt]
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_rreq_wait_uses_measured_per_hop_time(adaptive: bool) -> None:
+    # ns-2 PerHopTime: a rediscovery after 20 ms discoveries over 4 hops (5 ms per hop) waits
+    # 2 * 5 ms * (TTL 6 + TIMEOUT_BUFFER 2) = 80 ms; the RFC's NODE_TRAVERSAL_TIME gives 640 ms.
+    c = core(1, adaptive_traversal_time=adaptive)
+    c.traversal.add(9, 20 * MS, 4)
+    c.table.add(RouteEntry(9, 2, 4, 10, True, 5000 * MS))
+    acts = c.on_event(TxStatus(Frame(data(1, 9), 2, meta={"prev_hop": None}), ok=False), 0)
+    ((_, ttl, m),) = sent_msgs(acts)
+    assert isinstance(m, Rreq) and ttl == 6
+    (t,) = [a for a in timers(acts) if a.key == rreq_key(9)]
+    assert t.at_ns == (80 if adaptive else 640) * MS
+    # then TTL 35: 2 * 5 ms * 35 = 350 ms (RFC: NET_TRAVERSAL_TIME 2.8 s)
+    acts = c.on_event(Timer(rreq_key(9)), t.at_ns)
+    ((_, ttl, _),) = sent_msgs(acts)
+    (t2,) = timers(acts)
+    assert ttl == 35 and t2.at_ns - t.at_ns == (350 if adaptive else 2800) * MS
+
+
+@pytest.mark.parametrize("breaks", [False, True])
+def test_failed_control_frame_is_not_a_link_break(breaks: bool) -> None:
+    c = core(3, control_failure_breaks_link=breaks)
+    c.table.add(RouteEntry(9, 4, 2, 10, True, 5000 * MS)).precursors.add(2)
+    rrep = Frame(control(Rrep(ip(9), 10, ip(1), 1000, 1), 3, ip(4), 255), 4, control=True)
+    acts = c.on_event(TxStatus(rrep, ok=False), 0)
+    assert (c.table.usable(9, 0) is None) is breaks
+    if breaks:
+        assert [m for _, _, m in sent_msgs(acts) if isinstance(m, Rerr)]
+    else:
+        assert acts == [Drop(rrep.packet, "aodv_control_tx_failed")]
 
 
 @pytest.mark.parametrize("no_delete", [False, True])

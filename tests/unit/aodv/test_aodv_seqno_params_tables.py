@@ -104,7 +104,11 @@ def test_params_rfc_defaults_and_derived() -> None:
     assert p.next_hop_wait_ns == 50 * NS_PER_MS
     assert p.ring_traversal_time_ns(1) == 240 * NS_PER_MS
     assert p.ring_traversal_time_ns(7) == 720 * NS_PER_MS
-    assert not p.enable_hello and not p.local_repair
+    assert not p.enable_hello
+    # ns-2 defaults (issue 11): local repair (AODV_LOCAL_REPAIR) with ns-2's rule, per-hop
+    # adaptive RREQ waits (PerHopTime), a failed control frame is not a link break.
+    assert p.local_repair and p.local_repair_rule == "ns2" and p.adaptive_traversal_time
+    assert not p.control_failure_breaks_link and p.traversal_history == 3
 
 
 def test_params_from_dict_rejects_unknown_and_bad() -> None:
@@ -117,6 +121,10 @@ def test_params_from_dict_rejects_unknown_and_bad() -> None:
         params_from_dict(AodvParams, {"ttl_threshold": 50})
     with pytest.raises(ParamError):
         params_from_dict(AodvParams, {"net_diameter": 0})
+    with pytest.raises(ParamError, match="local_repair_rule must be one of ns2, rfc"):
+        params_from_dict(AodvParams, {"local_repair_rule": "always"})
+    with pytest.raises(ParamError, match="traversal_history"):
+        params_from_dict(AodvParams, {"traversal_history": 0})
 
 
 # ------------------------------------------------------------------ expanding ring schedule

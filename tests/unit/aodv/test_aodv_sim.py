@@ -92,9 +92,10 @@ def test_unreachable_destination_gives_up_and_drops() -> None:
 
 
 def test_local_repair_keeps_source_route() -> None:
-    # 1-2-3-4-5 with a detour 3-6-4 around the 3-4 link
+    # 1-2-3-4-5 with a detour 3-6-4 around the 3-4 link; the break is half-way: the RFC rule
+    # (destination within MAX_REPAIR_TTL) repairs it, ns-2's (closer to the destination) would not
     links = [(1, 2), (2, 3), (3, 4), (4, 5), (3, 6), (6, 4)]
-    net = SimNetwork(6, make(local_repair=True), links)
+    net = SimNetwork(6, make(local_repair=True, local_repair_rule="rfc"), links)
     for i in range(40):
         net.inject(1, data(1, 5, i.to_bytes(2, "big")), at_ns=i * 50 * NS_PER_MS)
     net.at(NS_PER_S, lambda: net.link_down(3, 4))
@@ -109,6 +110,50 @@ def test_local_repair_keeps_source_route() -> None:
     ]
     assert about_5 and all(m.no_delete for m in about_5)
     assert len({IP(p).load[:2] for _, p in net.nodes[5].delivered}) >= 39
+
+
+def _chain_with_detour(a: int, b: int, **params: Any) -> SimNetwork:
+    """1-2-3-4-5 plus station 6 linked to ``a`` and ``b`` (a detour around the a-b link); 40
+    packets 1 -> 5 every 50 ms, the a-b link down at 1 s."""
+    links = [(1, 2), (2, 3), (3, 4), (4, 5), (a, 6), (6, b)]
+    net = SimNetwork(6, make(**params), links)
+    for i in range(40):
+        net.inject(1, data(1, 5, i.to_bytes(2, "big")), at_ns=i * 50 * NS_PER_MS)
+    net.at(NS_PER_S, lambda: net.link_down(a, b))
+    net.run_until(4 * NS_PER_S)
+    return net
+
+
+def test_local_repair_ns2_rule_near_the_destination() -> None:
+    # Default parameters (ns-2's AODV_LOCAL_REPAIR): 4 -> 5 breaks; the packets have come 3 hops
+    # and have 1 to go, so 4 repairs locally: no new discovery at the source, nothing lost.
+    net = _chain_with_detour(4, 5)
+    assert net.nodes[4].ctx.counters.extra["aodv_local_repairs"] == 1
+    assert net.nodes[1].ctx.counters.routing_sent["rreq"] == 3  # the initial discovery only
+    assert net.nodes[4].ctx.counters.drops["link_failure"] == 0
+    assert len({IP(p).load[:2] for _, p in net.nodes[5].delivered}) == 40
+
+
+def test_local_repair_ns2_rule_not_near_the_source() -> None:
+    # 2 -> 3 breaks: the packets have come 1 hop and have 3 to go: ns-2 brings the route down
+    # (RERR to the source, which rediscovers) instead of repairing.
+    net = _chain_with_detour(2, 3)
+    assert net.nodes[2].ctx.counters.extra["aodv_local_repairs"] == 0
+    assert net.nodes[2].ctx.counters.routing_sent["rerr"] >= 1
+    assert net.nodes[1].ctx.counters.routing_sent["rreq"] > 3  # rediscovered
+    e = proto(net, 1).table.usable(5, net.now_ns)
+    assert e is not None and e.hop_count == 5  # via the detour 2-6-3
+
+
+def test_per_hop_discovery_latency_is_measured() -> None:
+    net = SimNetwork.chain(5, make(max_broadcast_jitter=0.0))
+    net.inject(1, data(1, 5))
+    net.run_for(2 * NS_PER_S)
+    per_hop = proto(net, 1).traversal.per_hop_ns(5)
+    # the RREP answered the TTL-5 RREQ sent at 640 ms; ideal links: well under NODE_TRAVERSAL_TIME
+    latency = net.nodes[1].ctx.counters.samples["discovery_latency_s"][0] - 0.640
+    assert per_hop is not None and 0 < per_hop < 40 * NS_PER_MS
+    assert abs(per_hop - latency * NS_PER_S / 4) < NS_PER_MS
 
 
 def test_hello_detects_silent_link_loss() -> None:

@@ -1,0 +1,404 @@
+"""Results that last: one CSV row per run in ``docs/results/data/<experiment>.csv``, kept in git.
+
+Issue 10, item 4: "The per-run summary row of every sweep (point, seed, validity, the metrics, git
+revision, host; no pcaps or logs) is written to a text file under version control, one row per
+run, appended as runs complete. The runner treats rows already there as complete (so a sweep
+resumes on a new machine), and ``experiments.aggregate`` / ``compare`` work from these files alone."
+
+The file is the record of every run the sweep paid for, valid or not: an invalid run (real time
+did not hold, ``testbed.validity``) is a row with ``valid = false`` and its reasons, so the number
+of re-runs is in the file too; only valid rows are aggregated.
+
+Format: a header, then one row per run. Columns: ``BASE_COLS``, one column per axis of the sweep
+(labels as ``experiments.spec.label`` writes them), ``RUN_COLS``, the metrics
+(``experiments.aggregate.METRICS``), ``TAIL_COLS``; the last column, ``check``, is the CRC-32 of
+the row's other fields, so a row cut short by a killed process is recognised and skipped.
+
+Appending (``RowStore.append``) takes an exclusive ``flock`` on a lock file beside the CSV, repairs
+a cut last line (a row without its newline gets one, and is then reported as cut on load), writes
+the row with one ``write`` and ``fsync``s. Reading (``RowStore.load``) reports and skips: cut or
+corrupted rows (wrong field count or check), rows of another sweep definition (a point id the
+sweep does not have), and duplicates (a second valid row for a point id: the first one counts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import json
+import math
+import os
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+#: Where the rows live, relative to the repository root (the working directory of every command).
+DATA_DIR: Final = Path("docs/results/data")
+
+BASE_COLS: Final = ("experiment", "point_id", "index")
+RUN_COLS: Final = ("seed", "attempt", "valid", "invalid_reasons")
+#: Validity signals kept with every row (``summary.json`` ``validity``), so that the cost and the
+#: real-time margin of a sweep can be studied from git alone.
+SIGNAL_COLS: Final = (
+    "medium_lag_p99_ms",
+    "medium_lag_max_ms",
+    "router_lag_p99_ms",
+    "host_cpu_busy_share",
+    "cpu_pressure_share",
+    "run_cpu_s",
+)
+TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host", "finished_at", "check")
+
+
+class RowsError(Exception):
+    """A rows file that cannot be appended to (its header does not fit the sweep)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlowRow:
+    """One TCP flow of a run."""
+
+    throughput_bps: float
+    tcp_timeouts: float
+    retransmits: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a sweep point, as kept in git."""
+
+    experiment: str
+    point_id: str
+    index: int
+    params: dict[str, str]  # axis -> label
+    seed: int
+    attempt: int
+    valid: bool
+    invalid_reasons: tuple[str, ...]
+    metrics: dict[str, float]
+    signals: dict[str, float]
+    flows: tuple[FlowRow, ...]
+    duration_s: float
+    wall_s: float
+    run_id: str
+    revision: str
+    host: str
+    finished_at: str
+
+    def metric(self, name: str) -> float:
+        return self.metrics.get(name, math.nan)
+
+
+def fmt_num(x: float) -> str:
+    """A number as the rows and CSVs write it: integers plainly, others to 6 significant digits,
+    NaN as the empty string."""
+    if math.isnan(x):
+        return ""
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.6g}"
+
+
+def _num(text: str) -> float:
+    try:
+        return float(text) if text != "" else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _csv_line(fields: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(fields)
+    return buf.getvalue()
+
+
+def _check(fields: Sequence[str]) -> str:
+    return f"{zlib.crc32(_csv_line(fields).encode('utf-8')):08x}"
+
+
+def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    return [*BASE_COLS, *axes, *RUN_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+
+
+def encode(record: RunRecord, columns: Sequence[str]) -> str:
+    """The CSV line of ``record`` for a file with these ``columns`` (its header)."""
+    flows = json.dumps(
+        [[f.throughput_bps, f.tcp_timeouts, f.retransmits] for f in record.flows], separators=(",", ":")
+    ).replace("NaN", "null")
+    fixed = {
+        "experiment": record.experiment,
+        "point_id": record.point_id,
+        "index": str(record.index),
+        "seed": str(record.seed),
+        "attempt": str(record.attempt),
+        "valid": "true" if record.valid else "false",
+        "invalid_reasons": "; ".join(record.invalid_reasons),
+        "flows": flows,
+        "duration_s": fmt_num(record.duration_s),
+        "wall_s": fmt_num(record.wall_s),
+        "run_id": record.run_id,
+        "revision": record.revision,
+        "host": record.host,
+        "finished_at": record.finished_at,
+    }
+    values: list[str] = []
+    for col in columns[:-1]:
+        if col in fixed:
+            values.append(fixed[col])
+        elif col in record.params:
+            values.append(record.params[col])
+        elif col in record.metrics:
+            values.append(fmt_num(record.metrics[col]))
+        elif col in record.signals:
+            values.append(fmt_num(record.signals[col]))
+        else:
+            values.append("")
+    return _csv_line([*values, _check(values)])
+
+
+def _flows(text: str) -> tuple[FlowRow, ...]:
+    try:
+        data = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    out: list[FlowRow] = []
+    for f in data if isinstance(data, list) else []:
+        vals = [math.nan if v is None else float(v) for v in f] if isinstance(f, list) else []
+        if len(vals) == 3:
+            out.append(FlowRow(*vals))
+    return tuple(out)
+
+
+def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -> RunRecord:
+    """A record from one row's fields (checked already)."""
+    row = dict(zip(columns, values, strict=True))
+    known = set(BASE_COLS) | set(RUN_COLS) | set(SIGNAL_COLS) | set(TAIL_COLS) | set(axes)
+    return RunRecord(
+        experiment=row["experiment"],
+        point_id=row["point_id"],
+        index=int(row["index"]),
+        params={a: row[a] for a in axes},
+        seed=int(row["seed"]),
+        attempt=int(row["attempt"] or 1),
+        valid=row["valid"] == "true",
+        invalid_reasons=tuple(r for r in row["invalid_reasons"].split("; ") if r),
+        metrics={c: _num(v) for c, v in row.items() if c not in known},
+        signals={c: _num(row[c]) for c in SIGNAL_COLS if c in row},
+        flows=_flows(row.get("flows", "")),
+        duration_s=_num(row.get("duration_s", "")),
+        wall_s=_num(row.get("wall_s", "")),
+        run_id=row.get("run_id", ""),
+        revision=row.get("revision", ""),
+        host=row.get("host", ""),
+        finished_at=row.get("finished_at", ""),
+    )
+
+
+def axes_of(columns: Sequence[str]) -> list[str]:
+    """The axis columns of a rows file: those between ``index`` and ``seed``."""
+    try:
+        return list(columns[columns.index("index") + 1 : columns.index("seed")])
+    except ValueError:
+        return []
+
+
+@dataclass
+class Loaded:
+    """What ``RowStore.load`` found: every well-formed record (valid or not, in file order), the
+    valid ones that count (one per point id) and what was skipped, with the reason."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def counted(self) -> list[RunRecord]:
+        """The first valid record of each point id, in file order (the ones aggregation uses)."""
+        seen: set[str] = set()
+        out: list[RunRecord] = []
+        for r in self.records:
+            if r.valid and r.point_id not in seen:
+                seen.add(r.point_id)
+                out.append(r)
+        return out
+
+    def invalid(self) -> list[RunRecord]:
+        return [r for r in self.records if not r.valid]
+
+
+class RowStore:
+    """``<data_dir>/<experiment>.csv``: append one run at a time, load with checks."""
+
+    def __init__(self, experiment: str, data_dir: str | Path = DATA_DIR) -> None:
+        self.experiment = experiment
+        self.path = Path(data_dir) / f"{experiment}.csv"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def columns(self) -> list[str] | None:
+        """The file's header, or None if there is no file yet."""
+        try:
+            with open(self.path, newline="", encoding="utf-8") as fh:
+                first = fh.readline()
+        except FileNotFoundError:
+            return None
+        return next(csv.reader([first]), None) if first else None
+
+    def append(self, record: RunRecord, axes: Sequence[str], metrics: Sequence[str]) -> None:
+        """Append ``record`` (one ``write``, fsync'd, under the lock). A new file gets the header of
+        ``axes`` and ``metrics``; an existing one keeps its own header, which must have the same
+        axes (else ``RowsError``: the rows belong to another sweep definition). Metrics the header
+        lacks are not written (the header is extended by ``rewrite_header`` only)."""
+        with self._locked():
+            cols = self.columns()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                if cols is None:
+                    cols = header(axes, metrics)
+                    os.write(fd, _csv_line(cols).encode("utf-8"))
+                elif axes_of(cols) != list(axes):
+                    raise RowsError(
+                        f"{self.path}: its axes {axes_of(cols)} are not the sweep's {list(axes)}: "
+                        "the rows belong to another sweep definition (give the experiment another name)"
+                    )
+                size = os.fstat(fd).st_size
+                if size:
+                    with open(self.path, "rb") as fh:
+                        fh.seek(size - 1)
+                        if fh.read(1) != b"\n":  # a row cut short by a killed writer: end it
+                            os.write(fd, b"\n")
+                os.write(fd, encode(record, cols).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def load(self, point_ids: Mapping[str, int] | None = None) -> Loaded:
+        """Every well-formed row. ``point_ids`` (the sweep's point id -> index), if given, rejects
+        rows of another sweep definition."""
+        out = Loaded()
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return out
+        lines = text.splitlines(keepends=True)
+        if not lines:
+            return out
+        cols = next(csv.reader([lines[0]]), [])
+        if cols[-1:] != ["check"] or "point_id" not in cols:
+            out.problems.append(f"{self.path}:1: not a rows file (header without point_id/check)")
+            return out
+        axes = axes_of(cols)
+        valid_seen: dict[str, int] = {}
+        for n, line in enumerate(lines[1:], start=2):
+            where = f"{self.path}:{n}"
+            if not line.endswith("\n"):
+                out.problems.append(f"{where}: row cut short (no end of line): skipped")
+                continue
+            fields = next(csv.reader([line]), [])
+            if len(fields) != len(cols) or _check(fields[:-1]) != fields[-1]:
+                out.problems.append(f"{where}: row cut short or altered (field count or check): skipped")
+                continue
+            try:
+                rec = decode(fields, cols, axes)
+            except (ValueError, KeyError) as exc:
+                out.problems.append(f"{where}: unreadable row ({exc}): skipped")
+                continue
+            if rec.experiment != self.experiment:
+                out.problems.append(f"{where}: row of experiment {rec.experiment!r}: skipped")
+                continue
+            if point_ids is not None and rec.point_id not in point_ids:
+                out.problems.append(
+                    f"{where}: point {rec.point_id} (seed {rec.seed}) is not a point of this sweep "
+                    "definition: skipped"
+                )
+                continue
+            if rec.valid:
+                if rec.point_id in valid_seen:
+                    out.problems.append(
+                        f"{where}: duplicate of the valid row at line {valid_seen[rec.point_id]} "
+                        f"(point {rec.point_id}, seed {rec.seed}): skipped"
+                    )
+                    continue
+                valid_seen[rec.point_id] = n
+            out.records.append(rec)
+        return out
+
+
+@dataclass
+class MergeReport:
+    """What ``merge`` did: rows appended, rows already there, and what was skipped."""
+
+    added: int = 0
+    present: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def merge(experiment: str, data_dir: str | Path, sources: Sequence[str | Path]) -> MergeReport:
+    """Append the rows of other rows files (e.g. fetched from the hosts of a sharded sweep) to
+    ``<data_dir>/<experiment>.csv``: each run once (by run id), a second valid row of a point
+    never (the first counts). Cut, altered and foreign rows of a source are reported, not copied."""
+    store = RowStore(experiment, data_dir)
+    report = MergeReport()
+    have = store.load()
+    runs = {(r.run_id, r.point_id, r.attempt) for r in have.records}
+    valid = {r.point_id for r in have.records if r.valid}
+    for src in sources:
+        src_store = RowStore(experiment, Path(src).parent)
+        src_store.path = Path(src)
+        loaded = src_store.load()
+        report.problems += loaded.problems
+        cols = src_store.columns() or []
+        axes, metrics = axes_of(cols), [c for c in cols if c not in _NON_METRIC and c not in axes_of(cols)]
+        for rec in loaded.records:
+            key = (rec.run_id, rec.point_id, rec.attempt)
+            if key in runs or (rec.valid and rec.point_id in valid):
+                report.present += 1
+                continue
+            store.append(rec, axes, metrics)
+            runs.add(key)
+            if rec.valid:
+                valid.add(rec.point_id)
+            report.added += 1
+    return report
+
+
+_NON_METRIC: Final = frozenset((*BASE_COLS, *RUN_COLS, *SIGNAL_COLS, *TAIL_COLS))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.rows merge EXPERIMENT SRC.csv... [--data DIR]``."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.rows", description="Rows files kept in git.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("merge", help="append other rows files' runs to <data>/<experiment>.csv, each once")
+    m.add_argument("experiment")
+    m.add_argument("sources", nargs="*", help="rows files to merge (missing ones are ignored)")
+    m.add_argument("--data", default=str(DATA_DIR), help=f"the rows folder (default {DATA_DIR})")
+    args = ap.parse_args(argv)
+    sources = [s for s in args.sources if Path(s).is_file()]
+    try:
+        rep = merge(args.experiment, args.data, sources)
+    except RowsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for p in rep.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    print(
+        f"{RowStore(args.experiment, args.data).path}: {'written' if rep.added else 'unchanged'} "
+        f"({rep.added} rows added, {rep.present} already there, from {len(sources)} files)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""``mininet.cli``."""
+
+from testbed.mnwifi.cli import CLI
+
+__all__ = ["CLI"]

@@ -1,0 +1,1 @@
+"""Mininet-WiFi's package name, served by the testbed (testbed/mnwifi, docs/mininet-wifi.md)."""
