@@ -3,6 +3,8 @@
 # numbers into docs/benchmarks.md. A benchmark that fails is reported and the others still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The project's Python (make setup); each bench/*/run.sh uses $PY too.
+export PY="${PY:-.venv/bin/python}"
 mkdir -p results/bench
 status=0
 for b in bench/*/run.sh; do
@@ -10,5 +12,5 @@ for b in bench/*/run.sh; do
   echo "== $b"
   if ! "$b"; then echo "benchmark failed: $b"; status=1; fi
 done
-python3 bench/collect.py || status=1
+"$PY" bench/collect.py || status=1
 exit $status

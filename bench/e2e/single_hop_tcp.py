@@ -400,7 +400,11 @@ def main() -> int:
     from testbed.medium import MEDIUM_BIN
 
     if not MEDIUM_BIN.exists():  # `make bench` builds it first; MANET_MEDIUM overrides the path
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT / "medium", check=True)
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "cargo.sh"), "build", "--release", "--quiet"],
+            cwd=ROOT / "medium",
+            check=True,
+        )
 
     runs = []
     for i in range(args.runs):

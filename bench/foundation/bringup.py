@@ -30,7 +30,7 @@ from testbed import netns  # noqa: E402
 from testbed.procs import cpu_time_ns  # noqa: E402
 from testbed.run import Testbed  # noqa: E402
 
-COMMAND = "python3 bench/foundation/bringup.py"
+COMMAND = ".venv/bin/python bench/foundation/bringup.py"
 SETTLE_S = 1.0
 """Seconds between bring-up and the start of the idle window."""
 

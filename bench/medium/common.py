@@ -15,7 +15,11 @@ RESULTS = ROOT / "results" / "bench"
 
 def ensure_binary() -> None:
     """Build the release binary if it is missing (cargo is incremental, so this is cheap)."""
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT / "medium", check=True)
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "cargo.sh"), "build", "--release", "--quiet"],
+        cwd=ROOT / "medium",
+        check=True,
+    )
 
 
 def write_result(

@@ -4,10 +4,11 @@
 # then AODV with the RFC's local-repair rule against the same static runs. Root; ~13 min.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+PY="${PY:-.venv/bin/python}"  # the project's Python (make setup)
 if [ "$(id -u)" -ne 0 ]; then
   echo "bench/multihop: needs root (network namespaces); skipped" >&2
   exit 0
 fi
-python3 bench/multihop/chain_vs_static.py
-python3 bench/multihop/chain_vs_static.py --protocols aodv --suffix _rfc_repair \
+"$PY" bench/multihop/chain_vs_static.py
+"$PY" bench/multihop/chain_vs_static.py --protocols aodv --suffix _rfc_repair \
   --set 'routing.params.local_repair_rule="rfc"' --static-from results/bench/chain_aodv_vs_static.json

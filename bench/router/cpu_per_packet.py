@@ -277,7 +277,7 @@ def main() -> int:
         "unit": "us/packet",
         "target": TARGET_US,
         "meets_target": value <= TARGET_US,
-        "command": "python3 bench/router/cpu_per_packet.py " + " ".join(sys.argv[1:]),
+        "command": ".venv/bin/python bench/router/cpu_per_packet.py " + " ".join(sys.argv[1:]),
         "details": {
             "samples_us": [round(v, 2) for v in values],
             "method": "router process CPU (user+sys) over Router.serve() with the medium in a child "

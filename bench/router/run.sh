@@ -3,7 +3,8 @@
 # router_idle_cpu.json as root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-python3 bench/router/cpu_per_packet.py
+PY="${PY:-.venv/bin/python}"  # the project's Python (make setup)
+"$PY" bench/router/cpu_per_packet.py
 if [ "$(id -u)" = 0 ]; then
-  python3 bench/router/startup_idle.py -n 100 --idle-s 10
+  "$PY" bench/router/startup_idle.py -n 100 --idle-s 10
 fi

@@ -88,7 +88,7 @@ def main() -> int:
             medium.wait()
     startup_ms = 1000 * sum(start_cpu) / args.n
     idle_pct = 100 * idle_cpu / args.idle_s
-    cmd = "python3 bench/router/startup_idle.py " + " ".join(sys.argv[1:])
+    cmd = ".venv/bin/python bench/router/startup_idle.py " + " ".join(sys.argv[1:])
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "router_startup_cpu.json").write_text(json.dumps({

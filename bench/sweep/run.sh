@@ -3,4 +3,5 @@
 # of their results (results/bench/sweep_capacity.json).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 bench/sweep/sweep_capacity.py "$@"
+PY="${PY:-.venv/bin/python}"  # the project's Python (make setup)
+exec "$PY" bench/sweep/sweep_capacity.py "$@"

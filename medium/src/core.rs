@@ -687,7 +687,10 @@ impl Medium {
     }
 
     fn offer_saturated(&mut self, s: usize) {
-        let Some(&(d, len)) = self.saturated.get(&s) else { return };
+        let (d, len) = match self.saturated.get(&s) {
+            Some(&v) => v,
+            None => return,
+        };
         let payload = self.sat_payload.entry(len).or_insert_with(|| vec![0u8; len as usize].into()).clone();
         self.sat_cookie += 1;
         let dst = if d == usize::MAX { BROADCAST } else { self.sta[d].id };
@@ -761,7 +764,10 @@ impl Medium {
                 m.sta[i].c.rejected += 1;
             }
         };
-        let Ok(s) = self.idx(sta) else { return };
+        let s = match self.idx(sta) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
         let dsti = if dst == BROADCAST {
             None
         } else {
@@ -843,7 +849,10 @@ impl Medium {
         if st.busy || !st.on || st.backoff_sched.is_some() {
             return;
         }
-        let Some(slots) = st.backoff else { return };
+        let slots = match st.backoff {
+            Some(slots) => slots,
+            None => return,
+        };
         let count_start = (st.idle_since + ifs).max(st.backoff_drawn);
         let fire = count_start + slots as u64 * slot;
         st.backoff_gen += 1;
@@ -1060,7 +1069,10 @@ impl Medium {
     fn complete(&mut self, s: usize, status: Status, cause: Cause) {
         let now = self.now;
         let st = &mut self.sta[s];
-        let Some(pd) = st.pending.take() else { return };
+        let pd = match st.pending.take() {
+            Some(pd) => pd,
+            None => return,
+        };
         st.exch = Exch::Idle;
         st.exch_tx = None;
         st.cw = self.p.cw_min;
@@ -1244,7 +1256,10 @@ impl Medium {
     fn sig_end(&mut self, r: usize, tx_id: u64) {
         let cs = self.cs_mw;
         let st = &mut self.sta[r];
-        let Some(i) = st.incoming.iter().position(|x| x.tx.id == tx_id) else { return };
+        let i = match st.incoming.iter().position(|x| x.tx.id == tx_id) {
+            Some(i) => i,
+            None => return,
+        };
         let inc = st.incoming.remove(i);
         st.total_mw = st.incoming.iter().map(|x| x.mw).sum();
         self.c.receptions_evaluated += 1;
@@ -1503,7 +1518,10 @@ impl Medium {
         // A missing response is an errored reception: resume after EIFS (see module doc).
         st.eifs = true;
         let cause = st.attempt_cause.take().unwrap_or(Cause::Collision);
-        let Some(pd) = st.pending.as_ref() else { return };
+        let pd = match st.pending.as_ref() {
+            Some(pd) => pd,
+            None => return,
+        };
         let (count, limit) = match st.exch {
             Exch::WaitCts => {
                 st.ssrc += 1;

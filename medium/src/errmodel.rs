@@ -96,7 +96,7 @@ fn coded_ber(ber: f64, fec: Fec) -> f64 {
         let d = D_FREE[fec as usize] + i as u32;
         let mut s = 0.0;
         if d % 2 == 1 {
-            for k in d.div_ceil(2)..=d {
+            for k in (d + 1) / 2..=d {
                 s += n_choose_k(d, k) * rho.powi(k as i32) * (1.0 - rho).powi((d - k) as i32);
             }
         } else {

@@ -46,7 +46,7 @@ fn main() {
             _ => usage(),
         }
     }
-    let Some(config) = config else { usage() };
+    let config = config.unwrap_or_else(|| usage());
     let text = std::fs::read_to_string(&config).unwrap_or_else(|e| {
         eprintln!("manet-medium: {config}: {e}");
         std::process::exit(1)

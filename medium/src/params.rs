@@ -294,7 +294,9 @@ impl RadioParams {
 
     /// Duration on air of a frame of `bytes` MAC bytes at `rate_bps`: PLCP + payload bits.
     pub fn frame_ns(&self, bytes: u32, rate_bps: u64) -> u64 {
-        self.plcp_ns + (bytes as u64 * 8 * 1_000_000_000).div_ceil(rate_bps)
+        // Rounded up (by hand: u64::div_ceil needs Rust 1.73, the medium builds with 1.63).
+        let bits_ns = bytes as u64 * 8 * 1_000_000_000;
+        self.plcp_ns + (bits_ns + rate_bps - 1) / rate_bps
     }
 
     pub fn rts_ns(&self) -> u64 {

@@ -253,7 +253,10 @@ impl Driver {
     /// Run every event that is due, recording its lag.
     fn run_due(&mut self) {
         loop {
-            let Some(t) = self.m.next_event_time() else { break };
+            let t = match self.m.next_event_time() {
+                Some(t) => t,
+                None => break,
+            };
             let now = monotonic_ns().saturating_sub(self.epoch);
             if t > now {
                 break;
@@ -516,8 +519,14 @@ impl Driver {
             }
         }
         loop {
-            let Some(c) = self.ctls.get_mut(&fd) else { return };
-            let Some(pos) = c.buf.iter().position(|&b| b == b'\n') else { break };
+            let c = match self.ctls.get_mut(&fd) {
+                Some(c) => c,
+                None => return,
+            };
+            let pos = match c.buf.iter().position(|&b| b == b'\n') {
+                Some(pos) => pos,
+                None => break,
+            };
             let line: Vec<u8> = c.buf.drain(..=pos).collect();
             let reply = self.control(&line);
             let mut out = serde_json::to_vec(&reply).unwrap();

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = ROOT / "playbooks"
-ANSIBLE = shutil.which("ansible-playbook")
+# The ansible-playbook of the interpreter running the tests (the project's .venv, where
+# requirements.txt puts ansible-core), else one on the PATH.
+_VENV_ANSIBLE = Path(sys.executable).parent / "ansible-playbook"
+ANSIBLE = str(_VENV_ANSIBLE) if _VENV_ANSIBLE.exists() else shutil.which("ansible-playbook")
 
 pytestmark = pytest.mark.skipif(ANSIBLE is None, reason="ansible-playbook is not installed")
 
