@@ -16,8 +16,10 @@ APT_PKGS=(iperf3 tcpdump tshark iputils-ping bpftool clang gcc make llvm libbpf-
 # ovs-vswitchd with its own database and sockets under /run/manet/<runid>/ovs, in its own network
 # namespace; a system OVS that the package's service may start is never contacted or changed.
 # What setup itself needs on top: Debian's Python with venv, CA certificates for pip and cargo,
-# and python3-apt for the playbooks' apt module on this host (docs/ansible.md; check mode needs it).
-SETUP_PKGS=(python3 python3-venv ca-certificates python3-apt)
+# python3-apt and python3-packaging for the playbooks' apt and pip modules on this host
+# (docs/ansible.md; the SSH host bed's hosts share this machine's file system, so provision.yml
+# finds them installed there and needs no network).
+SETUP_PKGS=(python3 python3-venv ca-certificates python3-apt python3-packaging)
 SYSTEM_PYTHON=/usr/bin/python3   # Debian's, whatever else is first on the PATH (pyenv, conda)
 VENV=.venv
 PY_MIN=3.11
