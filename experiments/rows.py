@@ -330,4 +330,3 @@ class RowStore:
                 valid_seen[rec.point_id] = n
             out.records.append(rec)
         return out
-

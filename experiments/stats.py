@@ -104,7 +104,9 @@ def fieller(treat: ArrayLike, base: ArrayLike, confidence: float = 0.95) -> Chan
     if n == 0 or b.mean() == 0:
         return Change(n, math.nan, math.nan, math.nan, confidence, "fieller")
     if n < 2:  # a point estimate, no interval
-        return Change(n, 100.0 * (float(t.mean() / b.mean()) - 1.0), math.nan, math.nan, confidence, "fieller")
+        return Change(
+            n, 100.0 * (float(t.mean() / b.mean()) - 1.0), math.nan, math.nan, confidence, "fieller"
+        )
     q = t_quantile(0.5 + confidence / 2.0, n - 1) ** 2
     mt, mb = float(t.mean()), float(b.mean())
     vt, vb = float(t.var(ddof=1)) / n, float(b.var(ddof=1)) / n
