@@ -33,7 +33,22 @@ from topologies.scenario import ScenarioError
 STA_RE = re.compile(r"^sta(\d+)$")
 
 
-class TestbedCli(cmd.Cmd):
+class Shell(cmd.Cmd):
+    """What every testbed shell shares: ``quit``/``exit``/end of input leave, an empty line
+    does nothing (``cmd.Cmd`` would repeat the last command)."""
+
+    def do_quit(self, arg: str) -> bool:
+        """quit: leave."""
+        return True
+
+    do_exit = do_quit
+    do_EOF = do_quit
+
+    def emptyline(self) -> bool:
+        return False
+
+
+class TestbedCli(Shell):
     intro = "MANET testbed CLI. Type help or ?. `sta1 ping -c3 sta5`, `stations`, `links`, `quit`."
     prompt = "manet> "
 
@@ -154,9 +169,6 @@ class TestbedCli(cmd.Cmd):
 
     do_exit = do_quit
     do_EOF = do_quit
-
-    def emptyline(self) -> bool:
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,12 +7,13 @@ subprocess per command; its output is printed as it comes.
 
 from __future__ import annotations
 
-import cmd
 import math
 import shlex
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
+
+from testbed.cli import Shell
 
 if TYPE_CHECKING:
     from testbed.mnwifi.net import Mininet_wifi
@@ -22,7 +23,7 @@ PLOT_PUMP_S = 0.1
 """How long the live plot's GUI loop runs between two checks for input, seconds."""
 
 
-class CLI(cmd.Cmd):
+class CLI(Shell):
     prompt = "mininet-wifi> "
 
     def __init__(self, net: Mininet_wifi, script: str | None = None, **kwargs: Any) -> None:
@@ -154,9 +155,6 @@ class CLI(cmd.Cmd):
 
     do_quit = do_exit
     do_EOF = do_exit
-
-    def emptyline(self) -> bool:
-        return False
 
 
 CLI_wifi = CLI
