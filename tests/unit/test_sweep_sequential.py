@@ -271,10 +271,18 @@ def test_cut_duplicate_and_foreign_rows_are_reported_and_skipped(tmp_path: Path)
 # ---------------------------------------------------------------------------- --parallel auto
 
 
-def _run(valid: bool = True, lag: float = 0.1, psi: float = 0.0, cpu: float = math.nan) -> RunRecord:
+def _run(
+    valid: bool = True, lag: float = 0.1, rlag: float = 2.0, psi: float = 0.0, cpu: float = math.nan
+) -> RunRecord:
+    signals = {
+        "medium_lag_p99_ms": lag,
+        "router_lag_p99_ms": rlag,
+        "cpu_pressure_share": psi,
+        "run_cpu_s": cpu,
+    }
     return RunRecord(
         "x", "p", 0, {}, 1, 1, valid, () if valid else ("medium lag max 300 ms > 20 ms",), {},
-        {"medium_lag_p99_ms": lag, "cpu_pressure_share": psi, "run_cpu_s": cpu}, (), 60.0, 70.0, "", "", "", "",
+        signals, (), 60.0, 70.0, "", "", "", "",
     )  # fmt: skip
 
 
@@ -290,8 +298,12 @@ def test_auto_parallel_starts_from_the_cost_and_backs_off_like_aimd() -> None:
     for _ in range(start + 1):  # healthy, but the host is saturated: no growth
         auto.observe(_run(), host_busy=0.95)
     assert auto.limit() == start + 1
+    assert auto.observe(_run(psi=0.57), host_busy=0.95) is None  # CPU pressure alone: recorded, not judged
     assert auto.observe(_run(lag=0.9), host_busy=0.3) is not None  # warning band: one less
     assert auto.limit() == start
+    msg = auto.observe(_run(rlag=30.0), host_busy=0.3)  # a lagging router loop: one less again
+    assert msg is not None and "router loop lag" in msg and auto.limit() == start - 1
+    auto._limit = start  # (back where the rest of the test expects it)
     msg = auto.observe(_run(valid=False), host_busy=0.3)  # invalid: halve
     assert auto.limit() == max(1, start // 2) and msg is not None and "invalid run" in msg
     assert AutoParallel(cores=2, cost_cores=cost, mem_available_mb=1000, stations=20).cap == 1  # memory
