@@ -18,6 +18,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.rows import RunRecord
 from experiments.spec import Point, expand, label, load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,27 +170,63 @@ def select(points: list[Point], axes: dict[str, list[str]], seeds: list[int] | N
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Run the selected points through the sweep runner (``--parallel N|auto``, validity, re-runs of
+    invalid runs; the run rows go to ``<experiment>.csv``) and keep a flow row per valid run."""
+    from experiments.capacity import DEFAULT_MODEL, AutoParallel, HostSampler
+    from experiments.sweep import PrintProgress, make_concurrency, run_points
+
     sweep = load_sweep(args.sweep)
     axes = {"hops": args.hops, "window": args.window, "routing.protocol": args.protocol}
     points = select(expand(sweep), axes, args.seeds)
     csv_path = DATA / f"{sweep.experiment}-flows.csv"  # the sweep runner's rows are <experiment>.csv
     done = {r["point_id"] for r in read_rows(csv_path)}
-    todo = [p for p in points if p.point_id not in done]
+    todo = [with_duration(p, args.duration) for p in points if p.point_id not in done]
     print(f"{sweep.experiment}: {len(points)} points selected, {len(todo)} to run", flush=True)
+    if not todo:
+        return 0
     out_root = Path(args.out or tempfile.mkdtemp(prefix="multihop-"))
-    for i, p in enumerate(todo, 1):
-        overrides = dict(p.overrides)
-        if args.duration:
-            overrides["duration_s"] = args.duration + 2
-            for k in [k for k in overrides if k.endswith(".duration_s") and k.startswith("traffic.")]:
-                overrides[k] = args.duration
-        run_dir, summary = run_point(sweep.scenario, overrides, p.seed, sweep.experiment, out_root)
-        rows = rows_of_run(sweep.experiment, p, run_dir, summary)
+    conc = make_concurrency(str(args.parallel), sweep, todo, DATA)
+
+    def keep(point: Point, run_dir: Path, rec: RunRecord) -> None:
+        rows = rows_of_run(
+            sweep.experiment, point, run_dir, json.loads((run_dir / "summary.json").read_text())
+        )
         append_rows(csv_path, rows)
-        desc = " ".join(f"{k}={v}" for k, v in p.params.items())
-        tput = ", ".join(f"{r.throughput_kbps:.0f}" for r in rows)
-        print(f"[{i}/{len(todo)}] {desc} seed {p.seed}: {tput} kbit/s", flush=True)
+        if not args.keep_runs:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    prog = PrintProgress(sweep, len(todo), 0, lambda t: print(t, file=sys.stderr, flush=True))
+    with HostSampler() as sampler:
+        report = run_points(
+            sweep,
+            todo,
+            out_root=out_root,
+            data_dir=DATA,
+            parallel=conc,
+            progress=prog,
+            sweep_file=args.sweep,
+            budget_s=args.budget,
+            host_busy=sampler.busy,
+            start_gap_s=DEFAULT_MODEL.start_gap_s if isinstance(conc, AutoParallel) else 0.0,
+            on_valid=keep,
+        )
+    print(
+        f"{sweep.experiment}: ran {report.ran} ({report.completed} valid, {len(report.reruns)} invalid "
+        f"and re-run, {len(report.failed)} not complete); flow rows in {csv_path}",
+        flush=True,
+    )
     return 0
+
+
+def with_duration(point: Point, duration: float | None) -> Point:
+    """The point with its flows shortened to ``duration`` seconds (same id: a study of one length)."""
+    if not duration:
+        return point
+    overrides = dict(point.overrides)
+    overrides["duration_s"] = duration + 2
+    for k in [k for k in overrides if k.endswith(".duration_s") and k.startswith("traffic.")]:
+        overrides[k] = duration
+    return dataclasses.replace(point, overrides=overrides)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -208,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seeds", nargs="*", type=int, default=None)
     r.add_argument("--duration", type=float, default=None, help="flow seconds (default: the sweep's)")
     r.add_argument("--out", default=None, help="root of the run folders (default: a temporary folder)")
+    r.add_argument("--parallel", "-j", default="1", help="runs at a time: N or auto (experiments.capacity)")
+    r.add_argument("--budget", type=float, default=None, help="seconds: start no run that would end later")
+    r.add_argument("--keep-runs", action="store_true", help="keep each run's folder (pcaps, logs)")
     sub.add_parser("report", help="tables and figures of docs/results/multihop.md")
     args = ap.parse_args(argv)
     if args.cmd == "run":

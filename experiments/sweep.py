@@ -367,6 +367,7 @@ def run_points(
     clock: Callable[[], float] = time.monotonic,
     host_busy: Callable[[], float] = lambda: 0.0,
     start_gap_s: float = 0.0,
+    on_valid: Callable[[Point, Path, RunRecord], None] | None = None,
 ) -> SweepReport:
     """Run the points that have no valid row yet, as the plan hands them out; return what happened.
 
@@ -377,6 +378,8 @@ def run_points(
     mean of this experiment's rows, else the scenario's duration plus a minute).
     KeyboardInterrupt stops starting runs, waits for the running ones (they tear down on their
     own; their rows are written if they completed) and re-raises.
+    ``on_valid(point, run_dir, record)`` is called (in this thread) after the row of each valid run
+    that left a run folder here: a study that keeps more per run than the row (experiments.multihop).
     """
     exp_dir = Path(out_root) / sweep.experiment
     exp_dir.mkdir(parents=True, exist_ok=True)
@@ -427,6 +430,8 @@ def run_points(
     def record(o: Outcome) -> None:
         if o.record is not None:
             store.append(o.record, axes, list(METRICS))
+            if on_valid is not None and o.record.valid and o.run_dir is not None and o.run_dir.is_dir():
+                on_valid(o.point, o.run_dir, o.record)
         if o.run_dir is not None and o.run_dir.is_dir():
             write_json_atomic(
                 o.run_dir / POINT_FILE,
@@ -655,7 +660,9 @@ def make_concurrency(text: str, sweep: Sweep, points: Sequence[Point], data_dir:
         if n < 1:
             raise ValueError("--parallel must be >= 1 or auto")
         return FixedParallel(n)
-    stations, flows = max((_scenario_size(sweep, p) for p in points[:1]), default=(1, 1))
+    # the largest scenario of the selection (a sweep may vary the station count: experiments.multihop)
+    sizes = {json.dumps(p.overrides, sort_keys=True, default=str): p for p in points}
+    stations, flows = max((_scenario_size(sweep, p) for p in sizes.values()), default=(1, 1))
     rows = RowStore(sweep.experiment, data_dir).load().records
     cost = measured_cost(rows) or DEFAULT_MODEL.estimate(stations, flows)
     return AutoParallel(cores(), cost, mem_available_mb(), stations)

@@ -22,7 +22,7 @@ from experiments import aggregate as agg
 from experiments import sweep as sw
 from experiments.rows import RowStore, RunRecord
 from experiments.rundirs import INDEX_FILE, POINT_FILE, read_json
-from experiments.spec import Sweep, SweepError, expand, label, load_sweep, parse_sweep, point_id
+from experiments.spec import Point, Sweep, SweepError, expand, label, load_sweep, parse_sweep, point_id
 from experiments.stats import summarize, t_quantile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,6 +280,24 @@ def test_an_invalid_run_is_kept_as_a_row_never_counted_and_run_again(tmp_path: P
     loaded = agg.load_rows("fake", data)
     assert len(loaded.counted) == 3 and len(loaded.invalid) == 2
     assert all(r.valid for r in loaded.counted)
+
+
+def test_on_valid_sees_each_valid_run_once_with_its_folder(tmp_path: Path) -> None:
+    """experiments.multihop keeps a flow row per valid run: never one for an invalid attempt."""
+    sweep = make_sweep()
+    points = expand(sweep)[:3]
+    bad = points[0].point_id
+    seen: list[tuple[str, int, bool]] = []
+
+    def keep(point: Point, run_dir: Path, rec: RunRecord) -> None:
+        assert (run_dir / "summary.json").is_file() and rec.point_id == point.point_id
+        seen.append((point.point_id, rec.attempt, rec.valid))
+
+    sw.run_points(
+        sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=FakeRun(invalid={(bad, 1)}),
+        parallel=2, on_valid=keep,
+    )  # fmt: skip
+    assert sorted(seen) == sorted([(bad, 2, True)] + [(p.point_id, 1, True) for p in points[1:]])
 
 
 def test_a_point_that_stays_invalid_is_given_up_after_max_reruns(tmp_path: Path) -> None:
