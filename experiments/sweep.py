@@ -430,8 +430,6 @@ def run_points(
     def record(o: Outcome) -> None:
         if o.record is not None:
             store.append(o.record, axes, list(METRICS))
-            if on_valid is not None and o.record.valid and o.run_dir is not None and o.run_dir.is_dir():
-                on_valid(o.point, o.run_dir, o.record)
         if o.run_dir is not None and o.run_dir.is_dir():
             write_json_atomic(
                 o.run_dir / POINT_FILE,
@@ -461,6 +459,9 @@ def run_points(
                 "attempts": o.attempts,
             },
         )
+        if on_valid is not None and o.record is not None and o.record.valid and o.run_dir is not None:
+            if o.run_dir.is_dir():  # last: the callback may remove the folder once it has read it
+                on_valid(o.point, o.run_dir, o.record)
 
     pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sweep")
     running: dict[Future[Outcome], Point] = {}
