@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from topologies.scenario import yaml_line_map
+from topologies.yamlfile import yaml_line_map
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
 _PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
