@@ -1,3 +1,6 @@
+//! The 802.11 DCF of every station: offered frames, backoff, carrier sense and NAV, the
+//! RTS/CTS/DATA/ACK exchange, retries and TX_STATUS (`phy` hands it the decoded frames).
+//!
 //! MAC (IEEE 802.11-1999 section 9.2, with ns-2 `mac-802_11.cc` choices where the standard
 //! leaves room; differences are listed in docs/medium.md):
 //! - Backoff: uniform in [0, CW], counted down in slots while the medium has been idle for DIFS

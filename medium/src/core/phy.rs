@@ -1,4 +1,6 @@
-//! PHY reception (per receiver, no global lock):
+//! The PHY: signals on the air and their reception at every station.
+//!
+//! Reception (per receiver, no global lock):
 //! - Every transmission reaches every other station whose received power is above
 //!   `interference_floor_dbm`, after the propagation delay d/c, for the frame's duration.
 //! - A receiver keeps the sum of the power of every signal arriving at it. Carrier sense: the
