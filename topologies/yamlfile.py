@@ -9,6 +9,7 @@ does not exist``; ``apply_overrides`` sets ``dotted.path[i]`` keys (sweeps, ``--
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 import yaml
@@ -128,7 +129,8 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     return out
 
 
-def _render(parts: list[str | int]) -> str:
+def render_path(parts: Sequence[str | int]) -> str:
+    """``["traffic", "tcp", 0, "cc"]`` -> ``"traffic.tcp[0].cc"`` (the inverse of ``parse_path``)."""
     out = ""
     for part in parts:
         if isinstance(part, int):
@@ -214,7 +216,7 @@ def raise_scenario_error(
     rendered: list[tuple[str, str]] = []
     msgs: list[str] = []
     for parts, reason in problems:
-        path = _render(parts)
+        path = render_path(parts)
         key = tuple(str(p) for p in parts)
         from_override = any(key[: len(o)] == tuple(str(p) for p in o) for o in overridden)
         line = None
