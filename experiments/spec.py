@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from topologies.scenario import yaml_line_map
+from topologies.yamlfile import render_path, yaml_line_map
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
 _PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
@@ -211,7 +211,7 @@ class Sweep(BaseModel):
 
 class _Problems(ValueError):
     def __init__(self, problems: list[tuple[Loc, str]]) -> None:
-        super().__init__("; ".join(f"{_render(p)}: {r}" for p, r in problems))
+        super().__init__("; ".join(f"{render_path(p)}: {r}" for p, r in problems))
         self.problems = problems
 
 
@@ -297,23 +297,13 @@ def groups(points: list[Point]) -> Iterator[list[Point]]:
 # Loading
 
 
-def _render(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
 def _fail(file: str, problems: list[tuple[Loc, str]], lines: dict[tuple[str, ...], int]) -> SweepError:
     msgs, rendered = [], []
     for loc, reason in problems:
         key = tuple(str(p) for p in loc)
         line = next((lines[key[:n]] for n in range(len(key), -1, -1) if key[:n] in lines), None)
         where = f"{file}:{line}" if line else file
-        path = _render(loc)
+        path = render_path(loc)
         rendered.append((path, reason))
         msgs.append(f"{where}: {path or '<top>'}: {reason}")
     return SweepError(file, rendered, "\n".join(msgs))

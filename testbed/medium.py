@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from topologies.mobility import trajectories
+from topologies.layout import trajectories
 from topologies.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,22 +33,14 @@ from typing import Any
 from testbed import cleanup, netns, procs, traffic
 from testbed import tcpctl as tcpctl_glue
 from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
+from testbed.metrics import RunMetrics, tun_drops
 from testbed.naming import new_run_id, prefix, run_dir
 from testbed.registry import Registry
-from testbed.results import Results, git_revision, read_json, tool_versions, write_json
+from testbed.results import Results, git_revision, tool_versions, write_json
+from testbed.schedule import FlowSchedule
 from testbed.station import Host, Station
-from testbed.validity import (
-    DEFAULT_THRESHOLDS,
-    HostSampler,
-    Measurements,
-    Thresholds,
-    Validity,
-    judge,
-    medium_lag,
-    router_lag,
-    run_cpu_s,
-    tun_drops_from_net_dev,
-)
+from testbed.traffic import node_label
+from testbed.validity import DEFAULT_THRESHOLDS, HostSampler, Thresholds, Validity
 from testbed.wired import WiredError, WiredSegment
 from topologies.scenario import Scenario, ScenarioError, load_scenario
 
@@ -122,24 +114,6 @@ def router_config(
     return cfg
 
 
-def node_label(end: int | str) -> str:
-    """``sta3`` for station 3, the name for a wired host."""
-    return f"sta{end}" if isinstance(end, int) else end
-
-
-def nstat_snapshot(st: Station, history: Path) -> dict[str, int]:
-    """Absolute kernel counters of the station (``nstat -asz --json`` with a private history)."""
-    res = st.cmd(["nstat", "-asz", "--json"], env={"NSTAT_HISTORY": str(history)}, timeout=10)
-    if res.rc != 0:
-        return {}
-    try:
-        data = json.loads(res.stdout)
-    except ValueError:
-        return {}
-    kernel: dict[str, int] = data.get("kernel", {})
-    return kernel
-
-
 def gateway_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
     """The gateway station forwards in its kernel between ``tun0`` and its wired interface, and
     accepts packets whose source is on the other side (testbed/wired.py)."""
@@ -196,17 +170,13 @@ class Testbed:
         self.medium_proc: subprocess.Popen[bytes] | None = None
         self.zygote: subprocess.Popen[bytes] | None = None
         self.control: MediumControl | None = None
-        self.flows: list[traffic.Flow] = []
+        self.schedule: FlowSchedule | None = None  # the flows, once run() starts
         self.captures: list[subprocess.Popen[bytes]] = []
         self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
-        self.sampler: Any = None  # nodes.tcpctl.observe.DiagSampler during run()
         self.timings: dict[str, float] = {}
         self.thresholds = thresholds
-        self.host_load: HostSampler | None = None  # the host's CPU while the run is live
-        self._tun_drops_base: int = 0  # TUN drops before the traffic (bring-up is not judged)
-        self._tun_drops_end: int | None = None
-        self.validity: Validity | None = None
+        self.metrics = RunMetrics(self.scenario, thresholds, self.timings)
         self._stopped = False
         self._started = False
 
@@ -256,6 +226,28 @@ class Testbed:
     def now_s(self) -> float:
         """Run time: seconds since the medium started (its virtual time 0)."""
         return time.monotonic() - (self.t0 or time.monotonic())
+
+    @property
+    def flows(self) -> list[traffic.Flow]:
+        return self.schedule.flows if self.schedule is not None else []
+
+    @property
+    def sampler(self) -> Any:
+        """The tcp_info observer (nodes.tcpctl.observe.DiagSampler) during ``run()``, or None."""
+        return self.metrics.sampler
+
+    @property
+    def host_load(self) -> HostSampler | None:
+        return self.metrics.host_load
+
+    @property
+    def validity(self) -> Validity | None:
+        """Whether the run kept real time (testbed/validity.py), once it is torn down."""
+        return self.metrics.validity
+
+    def tun_drops(self) -> int | None:
+        """Kernel drops (rx + tx) on every station's ``tun0`` now (testbed.metrics.tun_drops)."""
+        return tun_drops(self.stations)
 
     # ------------------------------------------------------------------ bring-up
     def _log(self, msg: str) -> None:
@@ -356,7 +348,7 @@ class Testbed:
                     raise BringUpError(f"sysctls in {host.name}: {res_sys.stderr.strip()}")
 
         # the medium
-        self.host_load = HostSampler().start()
+        self.metrics.start_host_load()
         if not self.medium_bin.exists():
             raise BringUpError(f"medium binary {self.medium_bin} not found: run `make medium`")
         mcfg = medium_config(sc, self.run_id, self.seed, self.state, res.dir / "medium")
@@ -564,165 +556,28 @@ class Testbed:
         Returns the summary (also in ``summary.json``).
         """
         assert self.results is not None
-        sc, res = self.scenario, self.results
+        sc, res, metrics = self.scenario, self.results, self.metrics
         end_s = sc.duration_s if duration_s is None else duration_s
         if sc.capture.pcap:
             self.start_captures(sc.capture.stations)
         hist = self.state / "nstat.hist" if self.state else Path("/nonexistent")
-        self._tun_drops_base = self.tun_drops() or 0
-        before = {k: nstat_snapshot(st, hist) for k, st in self.nodes().items()}
-        write_json(res.dir / "nstat" / "before.json", {node_label(k): v for k, v in before.items()})
-        self.flows = traffic.make_flows(sc, res.dir / "flows")
-        for fl in self.flows:
-            cc = getattr(fl.spec, "cc", None)
-            if self.tcpctl is not None and cc:
-                fl.cc_name = self.tcpctl.cc(cc)
-        if self.flows:
-            traffic.start_servers(self.flows, self.nodes())
-        self.start_observer()
-        res.summary["flows"] = [self._flow_summary(fl) for fl in self.flows]
-        res.save_summary()
-        pending = sorted(self.flows, key=lambda f: f.spec.start_s)
-        running: list[traffic.Flow] = []
+        metrics.traffic_starts(self.stations)
+        metrics.nstat_before(self.nodes(), hist, res)
+        cc_kernel = self.tcpctl.cc if self.tcpctl is not None else None
+        flows = traffic.make_flows(sc, res.dir / "flows")
+        self.schedule = FlowSchedule(flows, res, self.nodes, self.now_s, self._log, cc_kernel)
+        self.schedule.start_servers()
+        metrics.start_observer(flows, self.nodes(), self.now_s)
+        self.schedule.write_summary()
         run_started = time.monotonic()
-        while True:
-            now = self.now_s()
-            while pending and pending[0].spec.start_s <= now:
-                fl = pending.pop(0)
-                traffic.start_client(fl, self.nodes(), end_s - fl.spec.start_s, now)
-                if self.sampler is not None:
-                    self.sampler.kick()
-                running.append(fl)
-                self._log(f"t={now:6.2f}s start {fl.id} {node_label(fl.src)} -> {node_label(fl.dst)}")
-            for fl in list(running):
-                if fl.client is not None and fl.client.poll() is not None:
-                    self._finish_flow(fl)
-                    running.remove(fl)
-            if now >= end_s and not pending:
-                break
-            time.sleep(0.05)
-        # grace for clients still finishing their last exchange
-        deadline = time.monotonic() + 5.0
-        while running and time.monotonic() < deadline:
-            for fl in list(running):
-                if fl.client is not None and fl.client.poll() is not None:
-                    self._finish_flow(fl)
-                    running.remove(fl)
-            time.sleep(0.05)
-        for fl in running:
-            traffic.stop_proc(fl.client)
-            self._finish_flow(fl)
-        for fl in self.flows:
-            traffic.stop_proc(fl.server)
-            if not fl.done:
-                self._finish_flow(fl)
-        self.stop_observer()
-        after = {k: nstat_snapshot(st, hist) for k, st in self.nodes().items()}
-        write_json(res.dir / "nstat" / "after.json", {node_label(k): v for k, v in after.items()})
-        timeouts = {
-            k: after[k].get("TcpExtTCPTimeouts", 0) - before[k].get("TcpExtTCPTimeouts", 0)
-            for k in after
-            if after.get(k) and before.get(k)
-        }
-        res.summary["stations"] = {
-            f"sta{k}": {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, int)
-        }
-        if self.hosts:
-            res.summary["hosts"] = {k: {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, str)}
-        for fl, fs in zip(self.flows, res.summary["flows"], strict=True):
-            if fl.proto == "tcp":
-                fs["tcp_timeouts"] = timeouts.get(fl.src)
-        self._summarise_series()
+        self.schedule.run(end_s, on_start=metrics.kick_observer)
+        metrics.stop_observer(res)
+        metrics.nstat_after(self.nodes(), hist, res, flows)
+        metrics.summarise_series(flows, res)
         res.summary["duration_s"] = round(time.monotonic() - run_started, 3)
         res.summary["complete"] = True
         res.save_summary()
         return res.summary
-
-    # ------------------------------------------------------------------ per-connection time series
-    def start_observer(self) -> None:
-        """Sample tcp_info of every TCP flow's connections in the sender's namespace (inet_diag).
-
-        Every ``tcpctl.observe_interval_ms`` (default 100 ms) one netlink dump per sending station,
-        from one thread of the runner (no subprocess); written to ``tcp/staN.{csv,jsonl}``.
-        """
-        ms = self.scenario.tcpctl.observe_interval_ms
-        tcp = [fl for fl in self.flows if fl.proto == "tcp"]
-        if not ms or not tcp or self.sampler is not None:
-            return
-        from nodes.tcpctl.observe import DiagSampler
-
-        senders = {node_label(fl.src): self.node(fl.src).netns for fl in tcp}
-        self.sampler = DiagSampler(senders, ms / 1000, {fl.port for fl in tcp}, clock=self.now_s).start()
-
-    def stop_observer(self) -> None:
-        smp = self.sampler
-        if smp is None or smp.socks == {}:
-            return
-        t0 = time.monotonic()
-        smp.stop()
-        if self.results is not None:
-            smp.write(self.results.dir / "tcp")
-            self.results.summary["observer"] = {
-                "interval_ms": self.scenario.tcpctl.observe_interval_ms,
-                "dumps": smp.n_dumps,
-                "cpu_s": round(smp.cpu_s, 3),
-                "files": "tcp/",
-            }
-        self.timings["observer_write_s"] = time.monotonic() - t0
-
-    def _summarise_series(self) -> None:
-        """Per flow: the data connection's time series in numbers (``flows[].tcp``)."""
-        smp = self.sampler
-        if smp is None or self.results is None:
-            return
-        from nodes.tcpctl.observe import conn_summary
-
-        for fl, fs in zip(self.flows, self.results.summary["flows"], strict=True):
-            if fl.proto != "tcp":
-                continue
-            rows = [r for r in smp.samples.get(node_label(fl.src), []) if r["conn"].endswith(f":{fl.port}")]
-            by_conn: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                by_conn.setdefault(r["conn"], []).append(r)
-            if not by_conn:
-                continue
-            data = max(by_conn, key=lambda c: int(by_conn[c][-1].get("bytes_acked", 0) or 0))
-            fs["tcp"] = {"conn": data, **conn_summary(by_conn[data])}
-
-    def _flow_summary(self, fl: traffic.Flow) -> dict[str, Any]:
-        s = fl.spec
-        out: dict[str, Any] = {
-            "id": fl.id,
-            "proto": fl.proto,
-            "src": s.src,
-            "dst": s.dst,
-            "start_s": s.start_s,
-            "duration_s": s.duration_s,
-        }
-        if fl.proto == "tcp":
-            out["cc"] = getattr(s, "cc", None)
-            if fl.cc_name:
-                out["cc_kernel"] = fl.cc_name
-        out.update({"throughput_bps": None, "tcp_timeouts": None, "retransmits": None})
-        return out
-
-    def _finish_flow(self, fl: traffic.Flow) -> None:
-        assert self.results is not None
-        if fl.done:
-            return
-        if fl.server is not None and fl.server.poll() is None:
-            try:  # the one-off server exits by itself right after the client's last exchange
-                fl.server.wait(3.0)
-            except subprocess.TimeoutExpired:
-                traffic.stop_proc(fl.server)
-        fl.done = True
-        fl.result = traffic.parse_flow(fl)
-        for fs in self.results.summary["flows"]:
-            if fs["id"] == fl.id:
-                fs.update(fl.result)
-                fs["started_at_s"] = None if fl.started_at_s is None else round(fl.started_at_s, 3)
-        self.results.save_summary()
-        self._log(f"t={self.now_s():6.2f}s done  {fl.id}: {fl.result.get('throughput_bps')} bit/s")
 
     # ------------------------------------------------------------------ teardown
     def stop(self) -> None:
@@ -732,21 +587,16 @@ class Testbed:
         self._stopped = True
         t = time.monotonic()
         with _signals_deferred():
-            if self.host_load is not None:
-                self.host_load.stop()
-            self._tun_drops_end = self.tun_drops()  # routers still up: their namespaces exist
-            for fl in self.flows:
-                traffic.stop_proc(fl.client, grace_s=1.0)
-                traffic.stop_proc(fl.server, grace_s=0.5)
-            for fl in self.flows:  # what interrupted flows got to write
-                if fl.client is not None and not fl.done:
-                    self._finish_flow(fl)
+            self.metrics.stop_host_load()
+            self.metrics.routers_stopping(self.stations)  # routers still up: their namespaces exist
+            if self.schedule is not None:
+                self.schedule.stop()
             for p in self.captures:
                 traffic.stop_proc(p, grace_s=1.0)
             if self.wired is not None:
                 self.wired.stop()
-            if self.sampler is not None:
-                self.stop_observer()
+            if self.metrics.sampler is not None:
+                self.metrics.stop_observer(self.results)
             if self.zygote is not None and self.zygote.poll() is None:
                 try:
                     self._zygote_call({"op": "stop", "timeout_s": 2.0}, timeout_s=6.0)
@@ -774,156 +624,10 @@ class Testbed:
                     pass
             if self.registry is not None:
                 cleanup.clean_run(self.registry, own_run=True)
-            self._finalize()
+            if self.results is not None:
+                self.metrics.finalize(self.results, list(self.stations), self.flows)
             self.timings["teardown_s"] = time.monotonic() - t
         self._log(f"torn down in {self.timings['teardown_s']:.2f} s")
-
-    def _finalize(self) -> None:
-        """Router and medium counters into the summary (whatever the run got to write)."""
-        if self.results is None:
-            return
-        res = self.results
-        total = 0
-        found = False
-        snaps = []
-        for sid in self.stations:
-            c = read_json(res.dir / "routers" / f"sta{sid}.counters.json")
-            if c is not None:
-                found = True
-                snaps.append(c)
-                total += int((c.get("counters") or {}).get("routing_packets", 0))
-        res.summary["routing_packets"] = total if found else None
-        net = network_totals(snaps)
-        res.summary["network"] = net
-        res.summary["packet_loss_pct"] = net["packet_loss_pct"]
-        res.summary["false_link_failure_pct"] = net["false_link_failure_pct"]
-        mc = read_json(res.dir / "medium" / "counters.json")
-        if mc is not None:
-            res.summary["medium_counters"] = "medium/counters.json"
-        if res.summary.get("complete"):
-            self._explain_timeouts()
-        self.validity = judge(self._measurements(mc, snaps), self.thresholds)
-        res.summary["valid"] = self.validity.valid
-        res.summary["validity"] = self.validity.to_dict()
-        res.summary["teardown_at"] = time.time()
-        res.save_summary()
-
-    def _explain_timeouts(self) -> None:
-        """A cause for every TCP timeout (testbed.explain): ``explain.json`` and the summary's
-        ``timeouts_by_cause``; a run without a trace (routing.trace off) gets its reason."""
-        from testbed import explain
-
-        assert self.results is not None
-        res = self.results
-        try:
-            data, expl, rep = explain.analyze(res.dir)
-        except explain.RunDirError as exc:
-            res.summary["timeouts_by_cause"] = None
-            res.summary["explain_error"] = str(exc)
-            return
-        except Exception as exc:  # an analysis bug must not lose the run's summary
-            res.summary["timeouts_by_cause"] = None
-            res.summary["explain_error"] = f"testbed.explain failed: {exc!r}"
-            return
-        explain.write_report(res.dir, rep)
-        res.summary["timeouts_by_cause"] = rep["by_cause"]
-        res.summary["explain"] = "explain.json"
-
-    # ------------------------------------------------------------------ run validity
-    def tun_drops(self) -> int | None:
-        """Kernel drops (rx + tx) on every station's ``tun0`` now, summed; None if no router runs.
-
-        Read from ``/proc/<router pid>/net/dev``, which shows the router's network namespace.
-        """
-        total, found = 0, False
-        for st in self.stations.values():
-            if st.router_pid is None:
-                continue
-            try:
-                text = Path(f"/proc/{st.router_pid}/net/dev").read_text()
-            except OSError:
-                continue
-            n = tun_drops_from_net_dev(text)
-            if n is not None:
-                total, found = total + n, True
-        return total if found else None
-
-    def _measurements(self, medium: dict[str, Any] | None, routers: list[dict[str, Any]]) -> Measurements:
-        """What this run recorded about real time (testbed/validity.py), from its counters files."""
-        ml = medium_lag(medium, self.thresholds.medium_late_ms) if medium else None
-        rl = router_lag(routers)
-        res = self.results
-        iperf3 = []
-        for fl in self.flows:
-            iperf3 += [traffic.load_json(fl.client_json), traffic.load_json(fl.server_json)]
-        observer = (res.summary.get("observer") or {}).get("cpu_s", 0.0) if res else 0.0
-        tun = None
-        if self._tun_drops_end is not None:
-            tun = max(0, self._tun_drops_end - self._tun_drops_base)
-        sock = None
-        if ml is not None or rl is not None:
-            sock = (ml.socket_drops if ml else 0) + (rl.send_dropped if rl else 0)
-        busy = self.host_load.busy_share if self.host_load else None
-        pressure = self.host_load.pressure_share if self.host_load else None
-        cpu = run_cpu_s(medium, routers, iperf3, float(observer or 0.0))
-        return Measurements(
-            medium_lag_p99_ms=ml.p99_ms if ml else None,
-            medium_lag_max_ms=ml.max_ms if ml else None,
-            medium_late_share=ml.late_share if ml else None,
-            medium_events=ml.events if ml else 0,
-            router_lag_p99_ms=rl.p99_ms if rl else None,
-            router_lag_max_ms=rl.max_ms if rl else None,
-            router_lag_station=rl.station if rl else None,
-            tun_drops=tun,
-            medium_socket_drops=sock,
-            host_cpu_busy_share=None if busy is None else round(busy, 4),
-            cpu_pressure_share=None if pressure is None else round(pressure, 4),
-            run_cpu_s=None if cpu is None else round(cpu, 3),
-        )
-
-
-FALSE_FAILURE_CAUSES = ("collision", "channel_error")
-"""Ground-truth causes (medium TX_STATUS) of a failed unicast whose receiver was in range: the
-routing layer is told the link broke although it did not (Klemm 2004's "false link failures")."""
-
-
-def network_totals(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
-    """Network-layer totals over the routers' counters files (docs/orchestrator.md, summary.json).
-
-    ``packet_loss_pct``: 100 x (1 - delivered / originated) over the IP packets the stations'
-    kernels sent into the MANET (TCP data and ACKs, UDP), i.e. lost in the network or still in it
-    at the end; Klemm 2004's packet loss ratio. ``false_link_failure_pct``: the share of failed
-    unicast transmissions (retry limit reached, reported to routing as a broken link) whose
-    ground-truth cause was a collision or channel error rather than the receiver being out of
-    range (``FALSE_FAILURE_CAUSES``). None where the denominator is 0.
-    """
-    orig = deliv = fwd = failed = 0
-    causes: dict[str, int] = {}
-    drops: dict[str, int] = {}
-    for snap in snapshots:
-        c = snap.get("counters") or {}
-        orig += int(c.get("data_originated", 0))
-        deliv += int(c.get("data_delivered", 0))
-        fwd += int(c.get("data_forwarded", 0))
-        mac = c.get("mac") or {}
-        failed += int(mac.get("tx_failed", 0))
-        for k, v in mac.items():
-            if k.startswith("failed_cause_"):
-                cause = k.removeprefix("failed_cause_")
-                causes[cause] = causes.get(cause, 0) + int(v)
-        for k, v in (c.get("drops") or {}).items():
-            drops[k] = drops.get(k, 0) + int(v)
-    false = sum(causes.get(k, 0) for k in FALSE_FAILURE_CAUSES)
-    return {
-        "data_originated": orig,
-        "data_delivered": deliv,
-        "data_forwarded": fwd,
-        "drops": dict(sorted(drops.items())),
-        "link_failures": failed,
-        "link_failures_by_cause": dict(sorted(causes.items())),
-        "packet_loss_pct": round(100.0 * (1.0 - deliv / orig), 3) if orig else None,
-        "false_link_failure_pct": round(100.0 * false / failed, 3) if failed else None,
-    }
 
 
 class _signals_deferred:

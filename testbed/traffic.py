@@ -27,6 +27,11 @@ from topologies.scenario import Scenario, TcpFlow, UdpFlow
 BASE_PORT = 5201
 
 
+def node_label(end: int | str) -> str:
+    """``sta3`` for station 3, the name for a wired host."""
+    return f"sta{end}" if isinstance(end, int) else end
+
+
 @dataclass
 class Flow:
     id: str

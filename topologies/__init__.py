@@ -1,7 +1,9 @@
 """Scenario files (YAML) and mobility: the ``topologies`` package.
 
-- ``topologies.scenario``: the scenario schema, ``load_scenario``, ``ScenarioError``.
-- ``topologies.mobility``: seeded trajectories, ``position_at``, ``velocity_at``.
+- ``topologies.scenario``: ``load_scenario``, ``Scenario``, ``ScenarioError``; it puts together
+  ``schema`` (the models), ``layout`` (trajectories, positions, neighbours), ``routes`` (static
+  routes), ``checks`` (cross-field checks) and ``yamlfile`` (line numbers, overrides).
+- ``topologies.mobility``: trajectory math: random waypoint, ``position_at``, ``velocity_at``.
 - ``topologies.ns2`` / ``topologies.bonnmotion``: movement-file import and export.
 - ``topologies.generate``: a CLI that writes scenario files and ns-2 movement files.
 

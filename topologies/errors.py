@@ -21,6 +21,17 @@ class ScenarioError(Exception):
         self.problems = problems
 
 
+class FieldErrors(ValueError):
+    """Raised by a model validator: problems as (path relative to the model, reason).
+
+    ``topologies.yamlfile`` turns them into a ``ScenarioError`` whose paths start at the
+    document's root and whose messages name the file and line."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{p}: {r}" for p, r in problems))
+        self.problems = problems
+
+
 class MovementFileError(Exception):
     """An ns-2 or BonnMotion movement file that cannot be read: ``<file>:<line>: <reason>``."""
 

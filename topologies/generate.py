@@ -20,7 +20,7 @@ import yaml
 
 from topologies import bonnmotion, ns2
 from topologies.errors import ScenarioError
-from topologies.mobility import trajectories
+from topologies.layout import trajectories
 from topologies.scenario import PROTOCOLS, load_scenario, scenario_from_dict
 
 

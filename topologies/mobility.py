@@ -12,18 +12,17 @@ there in a straight line, pauses ``pause_s``, and repeats. Yu 2004's "speed v +-
 ``min_speed_mps: v-1, max_speed_mps: v+1``; Klemm 2004's "minimum speed 10 % of the maximum" is
 ``min_speed_fraction: 0.1``. A warm-up (Klemm: 300 s) is simulated and cut off, so t = 0 of the
 run finds the stations mid-walk, away from the uniform start.
+
+This module is the math alone; ``topologies.layout.trajectories`` applies it (and the movement
+files) to a scenario.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
 from topologies.seeding import derive_rng
-
-if TYPE_CHECKING:
-    from topologies.scenario import Scenario
 
 Waypoint = tuple[float, float, float]
 Trajectory = list[Waypoint]
@@ -121,44 +120,3 @@ def random_waypoint(
             t += pause_s
             traj.append((t, x, y))
     return traj
-
-
-def trajectories(scenario: Scenario, seed: int | None = None) -> dict[int, Trajectory]:
-    """Every station's trajectory for a run of ``scenario`` with ``seed`` (default: its seed).
-
-    Static stations (``scenario.static_ids()``) get one waypoint. Movement files give the moving
-    stations; a station a file does not mention stays at its placed position.
-    """
-    from topologies import bonnmotion, ns2
-    from topologies.scenario import BonnMotionMobility, Ns2Mobility, RandomWaypoint
-
-    run_seed = scenario.seed if seed is None else seed
-    placed = scenario.placed_positions(run_seed)
-    static = scenario.static_ids()
-    mob = scenario.mobility
-    moving: dict[int, Trajectory] = {}
-    if isinstance(mob, RandomWaypoint):
-        field = (scenario.field.x_m, scenario.field.y_m)
-        horizon = mob.warmup_s + scenario.duration_s
-        for sid in scenario.station_ids:
-            if sid in static:
-                continue
-            walk = random_waypoint(
-                placed[sid], field, mob.min_speed, mob.max_speed_mps, mob.pause_s, horizon, run_seed, sid
-            )
-            moving[sid] = cut(walk, mob.warmup_s) if mob.warmup_s > 0 else walk
-    elif isinstance(mob, Ns2Mobility):
-        moving = ns2.import_file(mob.file)
-    elif isinstance(mob, BonnMotionMobility):
-        moving = bonnmotion.import_file(mob.file, dims=mob.dims)
-    out: dict[int, Trajectory] = {}
-    for sid in scenario.station_ids:
-        if sid in moving and sid not in static:
-            out[sid] = moving[sid]
-        elif sid in moving:
-            _, x0, y0 = moving[sid][0]
-            out[sid] = [(0.0, x0, y0)]
-        else:
-            x, y = placed[sid]
-            out[sid] = [(0.0, x, y)]
-    return out

@@ -11,7 +11,7 @@ results/bench/e2e_single_hop_tcp.json.
 
 Analytic model (docs/benchmarks-e2e.md has the derivation and the numbers)
 ---------------------------------------------------------------------------
-Timing exactly as the medium models it (medium/src/params.rs, core.rs; ns2-wavelan): slot
+Timing exactly as the medium models it (medium/src/params.rs, core/dcf.rs; ns2-wavelan): slot
 sigma = 20 us, SIFS = 10 us, DIFS = SIFS + 2 sigma = 50 us, EIFS = SIFS + DIFS + T_ACK = 364 us;
 every frame has the 192 us long PLCP preamble + header, then its MAC bytes at its rate, rounded up
 to the ns: T(bytes, rate) = 192 us + ceil(8 bytes / rate). RTS 20 B, CTS 14 B, ACK 14 B at the

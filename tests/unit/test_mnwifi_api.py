@@ -161,7 +161,7 @@ def test_mobility_moves_only_stations_without_position(tmp_path: Path) -> None:
     sc = build_scenario(net)
     try:
         assert isinstance(sc.mobility, BonnMotionMobility)
-        from topologies.mobility import trajectories
+        from topologies.layout import trajectories
 
         trajs = trajectories(sc)
         assert len(trajs[fixed.id]) == 1 and trajs[fixed.id][0][1:] == (50.0, 50.0)

@@ -11,6 +11,7 @@ import pytest
 
 from topologies import MovementFileError, bonnmotion, ns2
 from topologies.generate import random_scenario
+from topologies.layout import trajectories
 from topologies.mobility import (
     Trajectory,
     cut,
@@ -18,7 +19,6 @@ from topologies.mobility import (
     position_at,
     random_waypoint,
     speed_at,
-    trajectories,
     velocity_at,
 )
 from topologies.scenario import Scenario, scenario_from_dict

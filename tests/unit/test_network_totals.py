@@ -1,11 +1,11 @@
-"""summary.json's network-layer totals (testbed.run.network_totals) and their aggregate metrics."""
+"""summary.json's network-layer totals (testbed.metrics.network_totals) and their aggregate metrics."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from experiments.aggregate import METRICS, run_metrics
-from testbed.run import network_totals
+from testbed.metrics import network_totals
 
 
 def snap(orig: int, deliv: int, fwd: int, mac: dict[str, int], drops: dict[str, int] | None = None) -> dict[str, Any]:

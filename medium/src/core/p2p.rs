@@ -1,0 +1,144 @@
+//! The point-to-point channel (config `p2p`): instead of the radio, each station reaches only
+//! its configured neighbours over links with a rate, a delay range, loss, BER and reordering.
+//! A frame is serialized on each link in turn (per-link `busy_until`), no MAC contention.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{Cause, Ev, Exch, Medium, Output, Status};
+use crate::config::{P2pConfig, P2pProps};
+use crate::errmodel;
+use crate::rng::{Pcg32, STREAM_P2P};
+use crate::BROADCAST;
+
+pub(super) struct P2pLink {
+    pub(super) props: P2pProps,
+    pub(super) busy_until: u64,
+    pub(super) rng: Pcg32,
+}
+
+impl Medium {
+    pub(super) fn setup_p2p(&mut self, pc: &P2pConfig) -> Result<(), String> {
+        let mut links = HashMap::new();
+        let add = |m: &Self, a: u32, b: u32, props: &P2pProps, links: &mut HashMap<(usize, usize), P2pLink>| -> Result<(), String> {
+            if !(props.rate_bps > 0.0) || props.delay_ms[0] > props.delay_ms[1] || props.delay_ms[0] < 0.0 {
+                return Err(format!("p2p link {a}-{b}: need rate_bps > 0 and 0 <= delay_ms[0] <= delay_ms[1]"));
+            }
+            let (ia, ib) = (m.idx(a)?, m.idx(b)?);
+            for (x, y) in [(ia, ib), (ib, ia)] {
+                let rng = Pcg32::new(m.seed, STREAM_P2P, ((m.sta[x].id as u64) << 32) | m.sta[y].id as u64);
+                links.insert((x, y), P2pLink { props: props.clone(), busy_until: 0, rng });
+            }
+            Ok(())
+        };
+        for l in &pc.links {
+            add(self, l.a, l.b, &l.props, &mut links)?;
+        }
+        if !pc.chain.is_empty() {
+            let props = pc.chain_props.as_ref().ok_or("p2p.chain needs chain_props")?;
+            for w in pc.chain.windows(2) {
+                add(self, w[0], w[1], props, &mut links)?;
+            }
+        }
+        let mut nb = vec![Vec::new(); self.sta.len()];
+        for &(a, b) in links.keys() {
+            nb[a].push(b);
+        }
+        for v in &mut nb {
+            v.sort();
+        }
+        self.p2p_nb = nb;
+        self.p2p = Some(links);
+        Ok(())
+    }
+
+    pub(super) fn p2p_send(&mut self, s: usize) {
+        let now = self.now;
+        let (dst, len, payload) = {
+            let pd = self.sta[s].pending.as_ref().unwrap();
+            (pd.dst, pd.payload.len() as u32, pd.payload.clone())
+        };
+        self.sta[s].exch = Exch::P2p;
+        let targets: Vec<usize> = match dst {
+            Some(d) => vec![d],
+            None => self.p2p_nb[s].clone(),
+        };
+        let mut done = now;
+        let mut failed = None;
+        if let Some(d) = dst {
+            if !self.p2p.as_ref().unwrap().contains_key(&(s, d)) {
+                failed = Some(Cause::OutOfRange);
+            } else if self.link_cut(s, d) || !self.sta[d].on {
+                failed = Some(if self.sta[d].on { Cause::Scripted } else { Cause::OutOfRange });
+            }
+        }
+        if let Some(c) = failed {
+            let pd = self.sta[s].pending.as_mut().unwrap();
+            pd.data_attempts = 1;
+            pd.first_tx = Some(now);
+            return self.complete(s, Status::Failed, c);
+        }
+        for d in targets {
+            if self.link_cut(s, d) {
+                continue;
+            }
+            let links = self.p2p.as_mut().unwrap();
+            let l = links.get_mut(&(s, d)).unwrap();
+            let start = now.max(l.busy_until);
+            let bits = (len + l.props.overhead_bytes) as f64 * 8.0;
+            let end = start + (bits / l.props.rate_bps * 1e9).round() as u64;
+            l.busy_until = end;
+            done = done.max(end);
+            let per = errmodel::ber_per(l.props.ber, len + l.props.overhead_bytes);
+            let lost = (l.props.loss > 0.0 && l.rng.unit() < l.props.loss) || (per > 0.0 && l.rng.unit() < per);
+            let [dmin, dmax] = l.props.delay_ms;
+            let mut delay_ms = dmin + (dmax - dmin) * l.rng.unit();
+            if l.props.reorder_prob > 0.0 && l.rng.unit() < l.props.reorder_prob {
+                delay_ms += l.props.reorder_delay_ms;
+            }
+            let arrive = end + (delay_ms * 1e6).round() as u64;
+            if lost {
+                self.c.p2p_lost += 1;
+            } else {
+                self.push(arrive, Ev::P2pArrive { r: d, src: s, bcast: dst.is_none(), payload: payload.clone() });
+            }
+        }
+        let st = &mut self.sta[s];
+        st.c.airtime_ns += done - now;
+        let pd = st.pending.as_mut().unwrap();
+        pd.data_attempts = 1;
+        pd.first_tx = Some(now);
+        pd.p2p_status = if dst.is_some() { Status::Acked } else { Status::Sent };
+        self.push(done, Ev::P2pDone { s });
+    }
+
+    /// A frame reaches station r over a p2p link.
+    pub(super) fn p2p_arrive(&mut self, r: usize, src: usize, bcast: bool, payload: Rc<[u8]>) {
+        if !self.sta[r].on {
+            self.c.p2p_lost += 1;
+            return;
+        }
+        self.c.p2p_delivered += 1;
+        self.sta[r].c.rx_delivered += 1;
+        let (to, srcid) = (self.sta[r].id, self.sta[src].id);
+        self.outputs.push(Output::Rx {
+            to,
+            t: self.now,
+            src: srcid,
+            dst: if bcast { BROADCAST } else { to },
+            overheard: false,
+            rssi_dbm: f32::NAN,
+            snr_db: f32::NAN,
+            noise_dbm: f32::NAN,
+            payload,
+        });
+    }
+
+    /// Station s has serialized its frame on every link: TX_STATUS.
+    pub(super) fn p2p_done(&mut self, s: usize) {
+        if self.sta[s].exch == Exch::P2p {
+            let st = self.sta[s].pending.as_ref().map(|p| p.p2p_status).unwrap_or(Status::Sent);
+            self.complete(s, st, Cause::None);
+        }
+    }
+}
