@@ -79,7 +79,9 @@ def test_emit_hands_the_event_and_collects_actions_in_subscription_order() -> No
 
 
 def test_emit_without_subscribers_is_empty() -> None:
-    assert Hooks([LinkFailure]).emit(LinkFailure(now_ns=0, next_hop=2, frame=None, queued=(), packets=())) == []
+    assert (
+        Hooks([LinkFailure]).emit(LinkFailure(now_ns=0, next_hop=2, frame=None, queued=(), packets=())) == []
+    )
 
 
 def test_a_wrongly_typed_subscriber_is_a_mypy_error(tmp_path: Path) -> None:
@@ -168,7 +170,15 @@ class SharedOnCore:
             ["it does not emit PacketDropped", "it is not a EmitsLinkFailure"],
         ),
     ],
-    ids=["nothing", "shared-event", "unknown-event", "either-rerr", "no-alternative", "service", "service-core"],
+    ids=[
+        "nothing",
+        "shared-event",
+        "unknown-event",
+        "either-rerr",
+        "no-alternative",
+        "service",
+        "service-core",
+    ],
 )
 def test_needs_are_checked_against_emits_and_the_core_class(needs: Needs, a: list[str], b: list[str]) -> None:
     assert needs.missing(EmitsLinkFailure, EmitsLinkFailure.EMITS) == a
