@@ -224,7 +224,7 @@ class Needs:
     endpoint: bool = False
     """It acts on kernel TCP through the endpoint agent (``ctx.endpoint``, nodes.tcpctl), so the
     orchestrator runs the agent on every station when a scenario turns the extension on."""
-    core: type | None = None
+    core: type[object] | None = None
     """The core's extension API it calls (a class the core must be, e.g. ``DsrRouting`` for
     ``send_options``); None when events are enough."""
     services: tuple[type[Service], ...] = ()
@@ -244,7 +244,7 @@ class Needs:
                 core = sub.core if core is None or issubclass(sub.core, core) else core
         return Needs(frozenset(events), tuple(one_of), endpoint, core)
 
-    def missing(self, core_cls: type, emitted: frozenset[EventClass]) -> list[str]:
+    def missing(self, core_cls: type[object], emitted: frozenset[EventClass]) -> list[str]:
         """Why a core of class ``core_cls`` emitting ``emitted`` cannot carry this (empty: it can)."""
         n = self.flattened()
         why = [f"it does not emit {c.__name__}" for c in sorted(n.events - emitted, key=lambda c: c.__name__)]

@@ -15,15 +15,15 @@ What runs where (every station runs the same extension; DSR hooks only):
 
 - The node detecting the break: lost ACKs go into the shared drop_list and into the ROUTE
   ERROR's conn_list (``nodes.extensions.epln.LossNotifier``, packet type ACK).
-- Every node forwarding a TCP ACK keeps a copy (``on_data_forward``; :attr:`Bead.ack_copies`,
+- Every node forwarding a TCP ACK keeps a copy (``DataForwarded``; :attr:`Bead.ack_copies`,
   the last ``ack_copies_per_conn`` per connection): ns-2 builds the retransmitted ACK from the
   notification packet (``new_p.tcph.seqno <- max(seq_no in e)``); on real TCP we need a real
   segment, and the nodes on the notification path are the nodes that forwarded the lost ACK.
-- A node forwarding a notification (s4.3.2; ``on_control_forward``): for each ACK entry with
+- A node forwarding a notification (s4.3.2; ``DsrControlForwarded``): for each ACK entry with
   ``ack_sent`` false, if it has a cached route to the TCP sender and a copy of an ACK at least as
   high as the highest lost one, it sends that ACK and sets ``ack_sent`` in the packet it forwards
   (in place: "marks a field called ack_sent as true in the corresponding entry of the conn_list").
-- The notification's destination (Algorithm 1; ``on_route_error_received`` with ``for_me``):
+- The notification's destination (Algorithm 1; ``DsrRouteErrorReceived`` with ``for_me``):
   the TCP receiver (``e.src`` is this node) resends its latest ACK through the endpoint agent
   (``ctx.endpoint.resend_ack``) if ``ack_sent`` is false and it has a cached route to the
   sender; an intermediate (salvaging) node sends its copy to the sender, else (and only when the

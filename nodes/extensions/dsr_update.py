@@ -11,11 +11,11 @@ information about a broken link will be propagated to all reachable nodes that h
 their caches."
 
 - The cache table (:attr:`DsrUpdate.cache_table`): broken link -> the neighbours that learned it
-  from this node, filled from DSR's ``on_route_sent`` hook: the route of every Route Reply this
+  from this node, filled from DSR's ``DsrRouteSent`` event: the route of every Route Reply this
   node sent or forwarded, and every source route it originated, forwarded or salvaged (with
   ``bidirectional_links`` a neighbour caches a heard path both ways, so both directions are
   recorded).
-- On ``on_link_failure`` (this node detected the break) and on receiving a cache update
+- On ``LinkFailure`` (this node detected the break) and on receiving a cache update
   notification for a link, the node sends one notification to each neighbour recorded for the
   link (never back to the node it heard the notification from, nor to the unreachable node) and
   forgets the record, so the recursion ends.

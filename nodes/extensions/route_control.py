@@ -25,7 +25,7 @@ False; docs/fidelity.md). This extension does not pretend to do it.
 Realisation: the marks live in the IPv4 ID of atomic datagrams and the TCP echo option
 (docs/tcpctl.md: ``write_rc_mark``/``add_rc_echo`` by the endpoint agent, whose ``route_control``
 switch this extension turns on). Table I runs at every station that sends an (s, d) TCP packet to
-a next hop (``on_ip_forward``; the source is v_1 of the paper's proof). The sender side (S3,
+a next hop (``AodvIpForward``; the source is v_1 of the paper's proof). The sender side (S3,
 SR-5) runs where an endpoint agent is present (``ctx.endpoint``).
 """
 
@@ -57,7 +57,7 @@ class RouteControlParams:
     """Delta: an (s, d)-entry expires when no (s, d)-packet was received for this long (I1; the
     paper gives no value)."""
     intermediate: bool = True
-    """Run Table I in ``on_ip_forward``."""
+    """Run Table I at ``AodvIpForward``."""
     fast_retransmit: bool = True
     """SR-5: retransmit the missing segment at the first valid dupACK."""
     max_tracked_segments: int = 4096

@@ -2,7 +2,7 @@
 
 Forwarding works on raw bytes (``nodes.core.ipv4``): the IPv4 TTL is decremented with an
 incremental checksum update (RFC 1624) and the packet goes to the configured next hop. A failed
-unicast (link-layer feedback from the medium) is reported at the ``on_link_failure`` hook and the
+unicast (link-layer feedback from the medium) is reported as a ``LinkFailure`` event and the
 packet is dropped; static routing never repairs.
 """
 
