@@ -636,11 +636,7 @@ class Router:
 
     def _periodic_counters(self) -> None:
         assert self.loop is not None
-        if (
-            self.lag_probe_interval_s > 0
-            and not self._probe_on
-            and self._probe_activity() != self._probe_seen
-        ):
+        if self.lag_probe_interval_s > 0 and not self._probe_on and self._probe_activity() != self._probe_seen:
             self._lag_probe()
         if self._activity != self._written_activity:
             self.flush_trace()
@@ -723,12 +719,8 @@ class Router:
             out["fastpath"] = {"on": False, "reason": self.fastpath_off_reason}
         tr = self.tracer
         if tr is not None:
-            out["trace"] = {
-                "on": True,
-                "file": os.path.basename(self.trace_path),
-                "records": tr.records,
-                "reasons": tr.reasons,
-            }
+            out["trace"] = {"on": True, "file": os.path.basename(self.trace_path), "records": tr.records,
+                            "reasons": tr.reasons}
         else:
             out["trace"] = {"on": False, "reason": self.trace_off_reason}
         if self.protocol is not None:

@@ -40,10 +40,7 @@ def ip_packet(src: int, dst: int, ttl: int = 64, payload: bytes = b"hello") -> b
 
 class Harness:
     def __init__(
-        self,
-        tmp: Path,
-        routes: dict[str, int] | None = None,
-        mirror: bool | str = True,
+        self, tmp: Path, routes: dict[str, int] | None = None, mirror: bool | str = True,
         packet_sockets: Path | None = None,
     ) -> None:
         config = {
@@ -343,7 +340,6 @@ def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> 
     h = Harness(tmp_path, routes={"3": 3}, mirror="auto", packet_sockets=proc)
     r = h.router
     try:
-
         def forward() -> int:
             h.rx(1, 2, ip_packet(1, 3))
             tx = h.recv()
@@ -365,13 +361,8 @@ def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     "value,mode",
-    [
-        (True, "always"),
-        (False, "off"),
-        ("auto", "auto"),
-        ({"enabled": False}, "off"),
-        ({"mode": "always", "freq_mhz": 5180}, "always"),
-    ],
+    [(True, "always"), (False, "off"), ("auto", "auto"), ({"enabled": False}, "off"),
+     ({"mode": "always", "freq_mhz": 5180}, "always")],
 )
 def test_mirror_config(value: object, mode: str) -> None:
     from nodes.router.main import mirror_config
@@ -380,18 +371,8 @@ def test_mirror_config(value: object, mode: str) -> None:
 
 
 def test_mirror_config_rejects_unknown_mode(tmp_path: Path) -> None:
-    assert (
-        run(
-            {
-                "station_id": 1,
-                "medium_socket": "x",
-                "protocol": {},
-                "out_dir": str(tmp_path),
-                "mirror": "sometimes",
-            }
-        )
-        == EXIT_CONFIG
-    )
+    assert run({"station_id": 1, "medium_socket": "x", "protocol": {}, "out_dir": str(tmp_path),
+                "mirror": "sometimes"}) == EXIT_CONFIG
 
 
 def test_bye_reaches_the_medium_even_with_unread_messages(tmp_path: Path) -> None:
