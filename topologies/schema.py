@@ -39,7 +39,7 @@ PROTOCOLS: Final = ("static", "dsr", "aodv")
 CONGESTION_CONTROLS: Final = ("reno", "cubic", "bbr", "vegas")
 
 #: Every extension a scenario may turn on (``nodes.extensions.EXTENSIONS``). The protocols each
-#: works with are derived from the extension's ``NEEDS`` and the cores' ``HOOKS``
+#: works with are derived from the extension's ``NEEDS`` and the cores' ``EMITS``
 #: (``nodes.extensions.compatible_protocols``, which imports the modules only when called).
 EXTENSIONS: Final[frozenset[str]] = frozenset(_EXTENSION_MODULES)
 

@@ -24,7 +24,7 @@ from nodes.core.events import (
     ToNetwork,
     TxStatus,
 )
-from nodes.core.hooks import Hooks, UnknownHook
+from nodes.core.hooks import CrossLayerEvent, Hooks, UndeclaredEvent
 from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
 from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
 
@@ -38,6 +38,7 @@ __all__ = [
     "CancelTimer",
     "Clock",
     "Counters",
+    "CrossLayerEvent",
     "DeliverLocal",
     "Drop",
     "Event",
@@ -58,7 +59,7 @@ __all__ = [
     "ToKernel",
     "ToNetwork",
     "TxStatus",
-    "UnknownHook",
+    "UndeclaredEvent",
     "VirtualClock",
     "ip_to_station",
     "params_from_dict",

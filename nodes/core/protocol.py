@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from nodes.core.addr import station_ip_bytes
 from nodes.core.counters import Counters
 from nodes.core.events import Action, Event
-from nodes.core.hooks import Hooks, Services
+from nodes.core.hooks import EventClass, Hooks, Services
 from nodes.core.ifq import InterfaceQueue
 
 if TYPE_CHECKING:  # the agent's API type only; nodes.core never imports nodes.tcpctl at run time
@@ -41,9 +41,11 @@ class NodeContext:
     counters: Counters = field(default_factory=Counters)
     promiscuous: bool = False
     endpoint: TcpControl | None = None
-    """The endpoint agent (nodes.tcpctl) when one runs: extensions call its API (freeze, thaw...)."""
+    """The endpoint agent (nodes.tcpctl) when one runs: extensions call its API (freeze, thaw...);
+    an extension whose ``NEEDS.endpoint`` is true gets it with ``nodes.extensions.endpoint_of``."""
     services: Services = field(default_factory=Services)
-    """State extensions of this station share (EPLN's loss notifier, the Klemm neighbour table)."""
+    """State extensions of this station share, one per class (EPLN's ``LossNotifier``, the Klemm
+    ``KlemmStation``), each reached through its class's typed accessor (``LossNotifier.of``)."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("nodes"))
 
     @property
@@ -71,16 +73,17 @@ def params_from_dict(cls: type[P], values: Mapping[str, Any] | None, where: str 
 class RoutingProtocol(ABC):
     """Base class of protocol cores.
 
-    ``HOOKS`` lists the hook names the core emits (extensions subscribe to them). ``name`` is the
-    scenario's ``routing.protocol`` value.
+    ``EMITS`` are the cross-layer event classes the core emits (``nodes.core.hooks``; extensions
+    subscribe to them, and which extension works with which core is derived from them). ``name``
+    is the scenario's ``routing.protocol`` value.
     """
 
     name: ClassVar[str] = ""
-    HOOKS: ClassVar[frozenset[str]] = frozenset()
+    EMITS: ClassVar[frozenset[EventClass]] = frozenset()
 
     def __init__(self, ctx: NodeContext) -> None:
         self.ctx = ctx
-        ctx.hooks.declare(*self.HOOKS)
+        ctx.hooks.declare(*self.EMITS)
 
     def start(self, now_ns: int) -> list[Action]:
         """Called once before the first event (e.g. to arm periodic timers)."""

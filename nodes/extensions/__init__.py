@@ -1,21 +1,25 @@
-"""Cross-layer extensions, attached to a protocol core's named hooks (STYLE.md).
+"""Cross-layer extensions, attached to a protocol core's typed events (STYLE.md,
+``nodes.core.hooks``).
 
-Each extension module exposes ``NEEDS`` (a :class:`~nodes.core.hooks.Needs`: the hooks it
-subscribes to, whether it needs the endpoint agent) and ``attach(ctx: NodeContext, protocol:
-RoutingProtocol, params: Mapping) -> object`` which subscribes to hooks and returns the extension
-object. Which extensions run is configuration (scenario ``routing.extensions``); any combination
-from the papers can be composed. Which protocol an extension works with is derived here from
-``NEEDS`` and the cores' ``HOOKS`` (:func:`compatible_protocols`); nothing else lists it.
+Each extension module exposes ``NEEDS`` (a :class:`~nodes.core.hooks.Needs`: the event classes
+it subscribes to, the core API it calls, the shared services it uses, whether it needs the
+endpoint agent), ``PARAMS`` (its frozen parameter dataclass) and ``attach(ctx: NodeContext,
+protocol: RoutingProtocol, params: PARAMS) -> object``, which subscribes and returns the
+extension object. Which extensions run is configuration (scenario ``routing.extensions``); any
+combination from the papers can be composed. Which protocol an extension works with is derived
+here from ``NEEDS`` and the cores' ``EMITS`` (:func:`compatible_protocols`,
+:func:`check_protocol`); nothing else lists it.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
 from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol
+from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
 from nodes.protocols import PROTOCOLS, core_class
 
 EXTENSIONS: dict[str, str] = {
@@ -34,24 +38,44 @@ EXTENSIONS: dict[str, str] = {
 """name -> module (docs/extensions.md)."""
 
 
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(EXTENSIONS[name])
+
+
 def needs_of(name: str) -> Needs:
-    """The extension's declaration (imports its module)."""
-    needs: Needs = importlib.import_module(EXTENSIONS[name]).NEEDS
-    return needs
+    """The extension's declaration with its services' needs merged in (imports its module)."""
+    needs: Needs = _module(name).NEEDS
+    return needs.flattened()
+
+
+def _why_not(name: str, core: type[RoutingProtocol]) -> list[str]:
+    return needs_of(name).missing(core, core.EMITS)
 
 
 def compatible_protocols(name: str) -> frozenset[str]:
-    """The routing protocols whose core emits every hook the extension needs."""
-    needs = needs_of(name)
-    return frozenset(p for p in PROTOCOLS if needs.works_with(core_class(p).HOOKS))
+    """The routing protocols whose core emits every event the extension needs and offers the
+    core API it calls."""
+    return frozenset(p for p in PROTOCOLS if not _why_not(name, core_class(p)))
 
 
 def check_protocol(name: str, protocol: RoutingProtocol) -> None:
-    """A clear error when ``protocol`` does not emit the hooks extension ``name`` needs."""
-    if not needs_of(name).works_with(protocol.HOOKS):
+    """A clear error when ``protocol`` cannot carry extension ``name`` (and why)."""
+    why = _why_not(name, type(protocol))
+    if why:
         compatible = compatible_protocols(name)
-        allowed = " or ".join(p for p in PROTOCOLS if p in compatible)
-        raise ParamError(f"extension {name!r} works over {allowed}, not {protocol.name!r}")
+        allowed = " or ".join(p for p in PROTOCOLS if p in compatible) or "no protocol"
+        raise ParamError(f"extension {name!r} works over {allowed}, not {protocol.name!r} ({'; '.join(why)})")
+
+
+C = TypeVar("C", bound=RoutingProtocol)
+
+
+def core_api(protocol: RoutingProtocol, cls: type[C]) -> C:
+    """``protocol`` as the core API class an extension's ``NEEDS.core`` names (checked by
+    :func:`check_protocol` before ``attach``; a direct caller gets the same clear error)."""
+    if not isinstance(protocol, cls):
+        raise ParamError(f"{type(protocol).__name__} is not a {cls.__name__}")
+    return protocol
 
 
 def attach_extensions(
@@ -59,13 +83,16 @@ def attach_extensions(
     protocol: RoutingProtocol,
     specs: Sequence[str | Mapping[str, Any]],
 ) -> list[object]:
-    """Attach each extension; a spec is a name or ``{"name": ..., "params": {...}}``."""
+    """Attach each extension; a spec is a name or ``{"name": ..., "params": {...}}``. Its
+    parameters are checked first, then the protocol against its ``NEEDS``."""
     attached: list[object] = []
     for spec in specs:
         name = spec if isinstance(spec, str) else spec.get("name")
-        params = {} if isinstance(spec, str) else dict(spec.get("params") or {})
-        if name not in EXTENSIONS:
+        raw = {} if isinstance(spec, str) else dict(spec.get("params") or {})
+        if not isinstance(name, str) or name not in EXTENSIONS:
             raise ValueError(f"extensions: unknown extension {name!r}; known: {sorted(EXTENSIONS)}")
-        module = importlib.import_module(EXTENSIONS[name])
+        module = _module(name)
+        params = params_from_dict(module.PARAMS, raw, f"extensions.{name}")
+        check_protocol(name, protocol)
         attached.append(module.attach(ctx, protocol, params))
     return attached

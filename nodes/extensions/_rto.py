@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from nodes.core.events import Action
 from nodes.extensions._tcp import originated_here
-from nodes.tcpctl.agent import ConnId
+from nodes.tcpctl.agent import ConnId, TcpSegmentSent, TcpTimeout
 from nodes.tcpctl.api import TcpControl
 from nodes.tcpctl.kernelseam import RtoPolicy
 
@@ -63,7 +63,8 @@ class RtoPolicyExtension:
         api.on_segment_sent(self.on_segment_sent)
 
     # ------------------------------------------------------------------ hooks
-    def on_segment_sent(self, conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
+    def on_segment_sent(self, ev: TcpSegmentSent) -> list[Action]:
+        conn, now_ns = ev.conn, ev.now_ns
         if conn in self.applied or not originated_here(self.api, conn):
             return []
         self.api.rto_policy(conn, self.policy)
@@ -76,7 +77,8 @@ class RtoPolicyExtension:
             return self.api.on_timeout(self.on_timeout, now_ns)
         return []
 
-    def on_timeout(self, conn: ConnId, n_rto: int, info: dict[str, Any], now_ns: int) -> list[Action]:
+    def on_timeout(self, ev: TcpTimeout) -> list[Action]:
+        conn, n_rto, info, now_ns = ev.conn, ev.n_rto, ev.info, ev.now_ns
         model = self.models.get(conn)
         if model is None:
             return []
@@ -86,15 +88,15 @@ class RtoPolicyExtension:
         first = n_rto - len(rto_events) + 1  # index (1-based) of rto_events[0]
         model.on_srtt_range(info.get("min_srtt_us", 0) / 1e6, info.get("max_srtt_us", 0) / 1e6)
         consecutive = int(info.get("consec_rto", 0))
-        for i, ev in enumerate(rto_events):
+        for i, rto_ev in enumerate(rto_events):
             k = first + i
             if k <= seen:
                 continue
-            rto = ev["rto_us"] / 1e6
+            rto = rto_ev["rto_us"] / 1e6
             # the expiration k is the (consecutive - (n_rto - k))-th of the current series
             nth = max(1, consecutive - (n_rto - k))
             expected = model.on_timeout(rto, info.get("last_srtt_us", 0) / 1e6, nth)
-            cap = int(ev.get("next_cap_us", 0))
+            cap = int(rto_ev.get("next_cap_us", 0))
             ok = (expected is None and cap == 0) or (
                 expected is not None and abs(cap - expected * 1e6) <= CAP_TOLERANCE_US
             )
@@ -105,7 +107,7 @@ class RtoPolicyExtension:
                 {
                     "t_ns": now_ns,
                     "n_rto": k,
-                    "rto_us": ev["rto_us"],
+                    "rto_us": rto_ev["rto_us"],
                     "next_cap_us": cap,
                     "expected_us": None if expected is None else round(expected * 1e6),
                     "ok": ok,

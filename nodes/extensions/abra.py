@@ -25,12 +25,10 @@ Hooks: ``tcp_segment_sent`` (connection start), ``tcp_timeout`` (observe).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._rto import RtoPolicyExtension
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl.kernelseam import Abra
@@ -106,12 +104,13 @@ class AbraExtension(RtoPolicyExtension):
     name = "abra"
 
 
+PARAMS = AbraParams
 NEEDS = Needs(endpoint=True)
 """Any routing protocol: it acts on kernel TCP only."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> AbraExtension:
-    p = params_from_dict(AbraParams, params, "extensions.abra")
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: AbraParams) -> AbraExtension:
+    p = params
     api = endpoint_of(ctx, "abra")
     return AbraExtension(
         api,

@@ -33,7 +33,7 @@ kernel's BPF state; ``rto_floor`` is Linux's minimum RTO term), re-armed by ever
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -41,10 +41,19 @@ from typing import Any
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action, CancelTimer, SetTimer
 from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent
+from nodes.tcpctl.agent import (
+    ENDPOINT,
+    ConnId,
+    EndpointAgent,
+    TcpAck,
+    TcpDupack,
+    TcpSegmentSent,
+    TcpTimer,
+    TcpUnreachable,
+)
 from nodes.tcpctl.api import TcpControl
 
 
@@ -221,17 +230,19 @@ class Atcp:
         return [CancelTimer((ENDPOINT, "atcp", conn, "loss"))]
 
     # ------------------------------------------------------------------ hooks
-    def on_segment_sent(self, conn: ConnId, retransmission: bool, now_ns: int, **_: Any) -> list[Action]:
+    def on_segment_sent(self, ev: TcpSegmentSent) -> list[Action]:
+        conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
         out = self._leave_hold_states(conn, now_ns, "TCP sends again")
-        if c.state == AtcpState.CONGESTED and not retransmission:
+        if c.state == AtcpState.CONGESTED and not ev.retransmission:
             self._set(conn, AtcpState.NORMAL, now_ns, "TCP transmits a new segment")
         if c.state == AtcpState.NORMAL and c.rto_due is None:
             out += self._rto_timer(conn, now_ns)
         return out
 
-    def on_ack(self, conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
+    def on_ack(self, ev: TcpAck) -> list[Action]:
         """A new ACK (called before the agent forwards it; in loss the agent then releases)."""
+        conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
         out: list[Action] = []
         if self._ece(conn) and c.state in (AtcpState.NORMAL, AtcpState.LOSS):
@@ -254,7 +265,8 @@ class Atcp:
             out += self._rto_timer(conn, now_ns)
         return out
 
-    def on_dupack(self, conn: ConnId, count: int, now_ns: int, **_: Any) -> list[Action]:
+    def on_dupack(self, ev: TcpDupack) -> list[Action]:
+        conn, count, now_ns = ev.conn, ev.count, ev.now_ns
         c = self._track(conn)
         if self._ece(conn) and c.state == AtcpState.NORMAL:
             self._set(conn, AtcpState.CONGESTED, now_ns, "ECN")
@@ -268,9 +280,10 @@ class Atcp:
             return self._rto_timer(conn, now_ns)
         return []
 
-    def on_unreachable(self, conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
+    def on_unreachable(self, ev: TcpUnreachable) -> list[Action]:
         """``atcp_notify()``: Destination Unreachable -> disconnected (persist, cwnd 1 segment).
         Returning actions makes the agent consume the ICMP."""
+        conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
         if c.state == AtcpState.DISCONNECTED:
             return self.api.hold(conn, now_ns, "persist", "any_ack")  # still held; ICMP consumed
@@ -282,7 +295,8 @@ class Atcp:
             *self.api.atcp_disconnect(conn, now_ns),
         ]
 
-    def on_timer(self, key: Hashable, now_ns: int) -> list[Action]:
+    def on_timer(self, ev: TcpTimer) -> list[Action]:
+        key, now_ns = ev.key, ev.now_ns
         if not (isinstance(key, tuple) and len(key) == 4 and key[1] == "atcp"):
             return []
         conn, kind = key[2], key[3]
@@ -308,10 +322,10 @@ class Atcp:
         }
 
 
+PARAMS = AtcpParams
 NEEDS = Needs(endpoint=True)
 """Any routing protocol: it acts on kernel TCP only."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Atcp:
-    p = params_from_dict(AtcpParams, params, "extensions.atcp")
-    return Atcp(endpoint_of(ctx, "atcp"), p, ctx.log.getChild("atcp"))
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: AtcpParams) -> Atcp:
+    return Atcp(endpoint_of(ctx, "atcp"), params, ctx.log.getChild("atcp"))

@@ -15,15 +15,15 @@ What runs where (every station runs the same extension; DSR hooks only):
 
 - The node detecting the break: lost ACKs go into the shared drop_list and into the ROUTE
   ERROR's conn_list (``nodes.extensions.epln.LossNotifier``, packet type ACK).
-- Every node forwarding a TCP ACK keeps a copy (``on_data_forward``; :attr:`Bead.ack_copies`,
+- Every node forwarding a TCP ACK keeps a copy (``DataForwarded``; :attr:`Bead.ack_copies`,
   the last ``ack_copies_per_conn`` per connection): ns-2 builds the retransmitted ACK from the
   notification packet (``new_p.tcph.seqno <- max(seq_no in e)``); on real TCP we need a real
   segment, and the nodes on the notification path are the nodes that forwarded the lost ACK.
-- A node forwarding a notification (s4.3.2; ``on_control_forward``): for each ACK entry with
+- A node forwarding a notification (s4.3.2; ``DsrControlForwarded``): for each ACK entry with
   ``ack_sent`` false, if it has a cached route to the TCP sender and a copy of an ACK at least as
   high as the highest lost one, it sends that ACK and sets ``ack_sent`` in the packet it forwards
   (in place: "marks a field called ack_sent as true in the corresponding entry of the conn_list").
-- The notification's destination (Algorithm 1; ``on_route_error_received`` with ``for_me``):
+- The notification's destination (Algorithm 1; ``DsrRouteErrorReceived`` with ``for_me``):
   the TCP receiver (``e.src`` is this node) resends its latest ACK through the endpoint agent
   (``ctx.endpoint.resend_ack``) if ``ack_sent`` is false and it has a cached route to the
   sender; an intermediate (salvaging) node sends its copy to the sender, else (and only when the
@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions import check_protocol
+from nodes.core.hooks import DataForwarded, Needs
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions import core_api
 from nodes.extensions.epln import (
     CONN_INFO,
     F_ACK,
@@ -50,13 +49,16 @@ from nodes.extensions.epln import (
     SEQ_ITEM,
     ConnInfo,
     ConnListOption,
+    LossNotifier,
     conn_list_offsets,
     first_entries,
-    notifier_of,
     station_of,
     tcp_of,
 )
-from nodes.protocols.dsr.options import DsrOption, RouteError
+from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.events import DsrControlForwarded, DsrRouteErrorReceived
+from nodes.protocols.dsr.options import RouteError
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId
 
@@ -89,12 +91,14 @@ class Bead:
 
     name = "bead"
 
-    def __init__(self, ctx: NodeContext, protocol: Any, params: BeadParams, log: logging.Logger) -> None:
+    def __init__(
+        self, ctx: NodeContext, protocol: DsrRouting, params: BeadParams, log: logging.Logger
+    ) -> None:
         self.ctx = ctx
         self.protocol = protocol
         self.p = params
         self.log = log
-        notifier_of(ctx).kinds.add("ack")
+        LossNotifier.of(ctx).track("ack")
         self.ack_copies: OrderedDict[ConnId, deque[tuple[int, bytes]]] = OrderedDict()
         """connection (as the TCP receiver names it) -> (ack number, IP packet) copies."""
         self.retransmitted: list[tuple[int, ConnId, int, str]] = []
@@ -103,17 +107,16 @@ class Bead:
             ("ack_copies", "acks_retransmitted", "ack_sent_marked", "notified_receiver", "no_route"), 0
         )
         hooks = ctx.hooks
-        hooks.subscribe("on_data_forward", self.on_data_forward)
-        hooks.subscribe("on_control_forward", self.on_control_forward)
-        hooks.subscribe("on_route_error_received", self.on_route_error_received)
+        hooks.subscribe(DataForwarded, self.on_data_forward)
+        hooks.subscribe(DsrControlForwarded, self.on_control_forward)
+        hooks.subscribe(DsrRouteErrorReceived, self.on_route_error_received)
 
     # ------------------------------------------------------------------ ACK copies
-    def on_data_forward(self, packet: bytes, now_ns: int, **_: Any) -> list[Action]:
+    def on_data_forward(self, ev: DataForwarded) -> list[Action]:
+        packet = ev.packet
         t = tcp_of(packet)
         if t is None or t[1] != "ack":
             return []
-        from nodes.protocols.dsr import fastpath
-
         conn, _k, ack = t
         q = self.ack_copies.get(conn)
         if q is None:
@@ -155,8 +158,9 @@ class Bead:
         self.ctx.counters.extra["bead_acks_retransmitted"] += 1
 
     # ------------------------------------------------------------------ forwarding a notification
-    def on_control_forward(self, packet: bytearray, now_ns: int, **_: Any) -> list[Action]:
+    def on_control_forward(self, ev: DsrControlForwarded) -> list[Action]:
         """s4.3.2: retransmit for entries with ``ack_sent`` false and mark them in the packet."""
+        packet, now_ns = ev.packet, ev.now_ns
         out: list[Action] = []
         for off in list(conn_list_offsets(packet)):
             i, end = off + 2, off + 2 + packet[off + 1]
@@ -174,13 +178,12 @@ class Bead:
         return out
 
     # ------------------------------------------------------------------ receiving a notification
-    def on_route_error_received(
-        self, rerr: RouteError, following: Sequence[DsrOption], for_me: bool, now_ns: int, **_: Any
-    ) -> list[Action]:
+    def on_route_error_received(self, ev: DsrRouteErrorReceived) -> list[Action]:
         """Algorithm 1, ACK entries (``e.ptype = ACK``)."""
-        if not for_me:
+        if not ev.for_me:
             return []
-        entries, nested = first_entries(following)
+        rerr, now_ns = ev.rerr, ev.now_ns
+        entries, nested = first_entries(ev.following)
         out: list[Action] = []
         for e in entries:
             if e.ptype != "ack" or e.ack_sent:
@@ -238,18 +241,16 @@ def _entry_at(buf: bytearray, i: int) -> ConnInfo | None:
     return ConnInfo(bytes(src), bytes(dst), sport, dport, "ack", seqs, bool(flags & F_ACK_SENT))
 
 
+PARAMS = BeadParams
 NEEDS = Needs(
-    hooks=(
-        frozenset(
-            {"on_data_forward", "on_control_forward", "on_route_error_received"}
-            | {"on_link_failure", "on_packet_dropped", "on_route_error_sent"}  # the shared notifier
-        ),
-    ),
+    events=frozenset({DataForwarded, DsrControlForwarded, DsrRouteErrorReceived}),
     endpoint=True,
+    core=DsrRouting,
+    services=(LossNotifier,),
 )
+"""DSR's ROUTE ERROR carries the ACK entries (EPLN's shared notifier records them); copies and
+retransmissions go over cached routes (``DsrRouting.send_inner_cached``)."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Bead:
-    p = params_from_dict(BeadParams, params, "extensions.bead")
-    check_protocol("bead", protocol)
-    return Bead(ctx, protocol, p, ctx.log.getChild("bead"))
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: BeadParams) -> Bead:
+    return Bead(ctx, core_api(protocol, DsrRouting), params, ctx.log.getChild("bead"))

@@ -11,11 +11,11 @@ information about a broken link will be propagated to all reachable nodes that h
 their caches."
 
 - The cache table (:attr:`DsrUpdate.cache_table`): broken link -> the neighbours that learned it
-  from this node, filled from DSR's ``on_route_sent`` hook: the route of every Route Reply this
+  from this node, filled from DSR's ``DsrRouteSent`` event: the route of every Route Reply this
   node sent or forwarded, and every source route it originated, forwarded or salvaged (with
   ``bidirectional_links`` a neighbour caches a heard path both ways, so both directions are
   recorded).
-- On ``on_link_failure`` (this node detected the break) and on receiving a cache update
+- On ``LinkFailure`` (this node detected the break) and on receiving a cache update
   notification for a link, the node sends one notification to each neighbour recorded for the
   link (never back to the node it heard the notification from, nor to the unreachable node) and
   forgets the record, so the recursion ends.
@@ -30,16 +30,17 @@ from __future__ import annotations
 import logging
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nodes.core import ipv4
 from nodes.core.addr import ip_to_station, station_ip_bytes
 from nodes.core.events import Action
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions import check_protocol
+from nodes.core.hooks import LinkFailure, Needs
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions import core_api
+from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteSent
 from nodes.protocols.dsr.options import (
     OPT_EXPERIMENTAL_FIRST,
     OPTION_DECODERS,
@@ -115,7 +116,9 @@ class DsrUpdate:
 
     name = "dsr_update"
 
-    def __init__(self, ctx: NodeContext, protocol: Any, params: DsrUpdateParams, log: logging.Logger) -> None:
+    def __init__(
+        self, ctx: NodeContext, protocol: DsrRouting, params: DsrUpdateParams, log: logging.Logger
+    ) -> None:
         self.ctx = ctx
         self.protocol = protocol
         self.p = params
@@ -126,9 +129,9 @@ class DsrUpdate:
         """(t_ns, link, neighbour) of every notification sent."""
         self.counters = dict.fromkeys(("updates_sent", "updates_received", "link_failures"), 0)
         hooks = ctx.hooks
-        hooks.subscribe("on_route_sent", self.on_route_sent)
-        hooks.subscribe("on_link_failure", self.on_link_failure)
-        hooks.subscribe("on_route_error_received", self.on_route_error_received)
+        hooks.subscribe(DsrRouteSent, self.on_route_sent)
+        hooks.subscribe(LinkFailure, self.on_link_failure)
+        hooks.subscribe(DsrRouteErrorReceived, self.on_route_error_received)
 
     def _learned(self, link: Link, neighbour: int) -> None:
         s = self.cache_table.get(link)
@@ -140,32 +143,26 @@ class DsrUpdate:
             self.cache_table.move_to_end(link)
         s.add(neighbour)
 
-    def on_route_sent(self, route: Sequence[int], next_hop: int, **_: Any) -> list[Action]:
+    def on_route_sent(self, ev: DsrRouteSent) -> list[Action]:
         """ "which neighbor has learned which link of the route" (s2.2)."""
+        route, next_hop = ev.route, ev.next_hop
         for a, b in zip(route, route[1:], strict=False):
             self._learned((a, b), next_hop)
             if self.p.both_directions:
                 self._learned((b, a), next_hop)
         return []
 
-    def on_link_failure(self, link: Link, now_ns: int, **_: Any) -> list[Action]:
+    def on_link_failure(self, ev: LinkFailure) -> list[Action]:
         """ "started ... when a node detects a link failure"."""
         self.counters["link_failures"] += 1
-        return self.notify(link, {link[1]}, now_ns)
+        return self.notify((self.ctx.station, ev.next_hop), {ev.next_hop}, ev.now_ns)
 
-    def on_route_error_received(
-        self,
-        rerr: RouteError,
-        following: Sequence[DsrOption],
-        packet: bytes,
-        for_me: bool,
-        now_ns: int,
-        **_: Any,
-    ) -> list[Action]:
+    def on_route_error_received(self, ev: DsrRouteErrorReceived) -> list[Action]:
         """ "... or when a node receives a cache update notification"."""
-        if not for_me:
+        if not ev.for_me:
             return []
-        opt = next((o for o in following if isinstance(o, (CacheUpdateOption, RouteError))), None)
+        now_ns, packet = ev.now_ns, ev.packet
+        opt = next((o for o in ev.following if isinstance(o, (CacheUpdateOption, RouteError))), None)
         if not isinstance(opt, CacheUpdateOption):
             return []
         self.counters["updates_received"] += 1
@@ -180,7 +177,7 @@ class DsrUpdate:
             targets |= self.cache_table.pop((link[1], link[0]), set())
         out: list[Action] = []
         for n in sorted(targets - exclude - {self.ctx.station}):
-            opts = [RouteError(link[0], n, unreachable=link[1]), CacheUpdateOption(*link)]
+            opts: list[DsrOption] = [RouteError(link[0], n, unreachable=link[1]), CacheUpdateOption(*link)]
             acts = self.protocol.send_options(n, opts, route=(self.ctx.station, n))
             if acts is None:
                 continue
@@ -195,10 +192,11 @@ class DsrUpdate:
         return {"counters": dict(self.counters), "cache_table": len(self.cache_table)}
 
 
-NEEDS = Needs(hooks=(frozenset({"on_route_sent", "on_link_failure", "on_route_error_received"}),))
+PARAMS = DsrUpdateParams
+NEEDS = Needs(events=frozenset({DsrRouteSent, LinkFailure, DsrRouteErrorReceived}), core=DsrRouting)
+"""The cache table from the routes sent; the update is a ROUTE ERROR with the cache update option
+(``DsrRouting.send_options``)."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> DsrUpdate:
-    p = params_from_dict(DsrUpdateParams, params, "extensions.dsr_update")
-    check_protocol("dsr_update", protocol)
-    return DsrUpdate(ctx, protocol, p, ctx.log.getChild("dsr_update"))
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: DsrUpdateParams) -> DsrUpdate:
+    return DsrUpdate(ctx, core_api(protocol, DsrRouting), params, ctx.log.getChild("dsr_update"))

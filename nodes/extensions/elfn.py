@@ -13,19 +13,22 @@ frozen ("old"). Section 3.2: "In ELFN, TCP will be frozen either when a TCP send
 route discovery, or when a TCP sender receives an ELFN message" and "ELFN ... freezes TCP even if
 packets are salvaged" (the choice Yu keeps: "freezing TCP upon route failures").
 
-What runs where (each station runs the same extension):
+What runs where (each station runs the same extension; events of ``nodes.core.hooks`` and the
+cores' own, whichever the core emits, never the protocol's name):
 
-- DSR, the node detecting the broken link (``on_route_error_sent``): for the TCP data segments
+- The TCP sender whose own link broke (``LinkFailure``, any core): its connections with a data
+  segment among the packets that met the break (the failed frame and the queue) freeze, the probe
+  at that segment (the route failed; DSR re-routes its own packets without a ROUTE ERROR).
+- The TCP sender starting a route discovery for a data segment (``RouteDiscoveryStarted``).
+- DSR, the node detecting the broken link (``DsrRouteErrorSent``): for the TCP data segments
   that met the break (``packets``: lost *or salvaged*), one ELFN option (:class:`ElfnOption`, DSR
   option type :data:`OPT_ELFN`) in the ROUTE ERROR, one entry per connection (sender, receiver,
   ports, the sequence number of its first such segment).
-- DSR, the TCP sender's station (``on_route_error_received`` with ``for_me``): every entry whose
+- DSR, the TCP sender's station (``DsrRouteErrorReceived`` with ``for_me``): every entry whose
   sender is this station and whose connection the endpoint agent knows freezes it.
-- DSR, a TCP sender whose own link broke (``on_link_failure``: it re-routes its own packets,
-  no ROUTE ERROR): its connections in the failed frame and the queue freeze (the route failed).
-- AODV (``on_route_error`` at any station, ``on_link_failure`` at the sender): a RERR lists the
-  unreachable destinations, not connections; the station freezes its sending connections to
-  those destinations. No extra option: AODV's RERR already says enough for ELFN's purpose.
+- AODV (``AodvRouteErrorReceived`` at any station): a RERR lists the unreachable destinations,
+  not connections; the station freezes its sending connections to those destinations. No extra
+  option: AODV's RERR already says enough for ELFN's purpose.
 
 The freeze, the probe every ``probe_interval`` (the agent's thaw timer, ``thaw_seqno`` = the
 notified sequence number) and the thaw on the probe's ACK with ``restore`` are the endpoint
@@ -37,19 +40,18 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, ClassVar, Literal
 
-from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions import check_protocol
+from nodes.core.hooks import LinkFailure, Needs, RouteDiscoveryStarted
+from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._tcp import data_conn, endpoint_of
+from nodes.protocols.aodv.events import AodvRouteErrorReceived
 from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
     OPT_EXPERIMENTAL_FIRST,
     OPTION_DECODERS,
@@ -59,7 +61,7 @@ from nodes.protocols.dsr.options import (
     register_option,
 )
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId
+from nodes.tcpctl.agent import ConnId, TcpAck, TcpSegmentSent
 from nodes.tcpctl.api import TcpControl
 
 OPT_ELFN = OPT_EXPERIMENTAL_FIRST + 2
@@ -206,14 +208,14 @@ class Elfn:
         api.on_segment_sent(self._on_segment_sent)
         api.on_ack(self._on_tcp_ack)
         hooks = ctx.hooks
-        if DSR_HOOKS <= hooks.names:
-            hooks.subscribe("on_route_error_sent", self.on_route_error_sent)
-            hooks.subscribe("on_route_error_received", self.on_route_error_received)
-            hooks.subscribe("on_link_failure", self.on_dsr_link_failure)
-            hooks.subscribe("on_route_discovery", self.on_dsr_route_discovery)
-        else:
-            hooks.subscribe("on_route_error", self.on_aodv_route_error)
-            hooks.subscribe("on_link_failure", self.on_aodv_link_failure)
+        hooks.subscribe(LinkFailure, self.on_link_failure)
+        hooks.subscribe(RouteDiscoveryStarted, self.on_route_discovery)
+        # NEEDS.one_of: the route error of whichever core this is (check_protocol made sure).
+        if hooks.emits(DsrRouteErrorSent):
+            hooks.subscribe(DsrRouteErrorSent, self.on_route_error_sent)
+            hooks.subscribe(DsrRouteErrorReceived, self.on_route_error_received)
+        if hooks.emits(AodvRouteErrorReceived):
+            hooks.subscribe(AodvRouteErrorReceived, self.on_aodv_route_error)
 
     # ------------------------------------------------------------------ state
     def state_of(self, conn: ConnId) -> ElfnState:
@@ -247,11 +249,12 @@ class Elfn:
         return acts
 
     # ------------------------------------------------------------------ endpoint hooks
-    def _on_segment_sent(self, conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
-        self._sync(conn, now_ns)
+    def _on_segment_sent(self, ev: TcpSegmentSent) -> list[Action]:
+        self._sync(ev.conn, ev.now_ns)
         return []
 
-    def _on_tcp_ack(self, conn: ConnId, ack: int, now_ns: int, **_: Any) -> list[Action]:
+    def _on_tcp_ack(self, ev: TcpAck) -> list[Action]:
+        conn, ack, now_ns = ev.conn, ev.ack, ev.now_ns
         # The agent thaws right after this hook on "the ACK for the probe" (an ACK beyond the
         # probe's sequence number; agent._on_ack): record the thaw at that ACK's time.
         c = self.api.agent.conns.get(conn)
@@ -267,13 +270,39 @@ class Elfn:
             self._sync(conn, now_ns)
         return []
 
-    # ------------------------------------------------------------------ DSR hooks
-    def on_route_error_sent(
-        self, dst: int, extra_options: list[DsrOption], packets: Sequence[bytes], now_ns: int, **_: Any
-    ) -> list[Action]:
+    # ------------------------------------------------------------------ any core
+    def on_link_failure(self, ev: LinkFailure) -> list[Action]:
+        """The sender's own link broke: its connections among the packets that met the break."""
+        if not self.p.freeze_on_own_link_failure:
+            return []
+        out: list[Action] = []
+        seen: set[ConnId] = set()
+        for pkt in ev.packets:
+            dc = data_conn(pkt)
+            if dc is None or dc[0] in seen or dc[0].local_ip != self.ctx.ip:
+                continue
+            seen.add(dc[0])
+            out += self.freeze(dc[0], ev.now_ns, "own link failure", dc[1])
+        return out
+
+    def on_route_discovery(self, ev: RouteDiscoveryStarted) -> list[Action]:
+        """Yu 2004 s3.2: "TCP will be frozen either when a TCP sender initiates a route discovery,
+        or when a TCP sender receives an ELFN message". The station starts a discovery for
+        ``packet`` (no route to ``dst``): when that is a data segment of a connection this station
+        sends on, freeze it with the probe at the segment's sequence number. A handshake looking
+        for its first route (SYN, no data) is not frozen."""
+        if not self.p.freeze_on_route_discovery:
+            return []
+        dc = data_conn(ev.packet)
+        if dc is None or dc[0].local_ip != self.ctx.ip:
+            return []
+        return self.freeze(dc[0], ev.now_ns, "route discovery", dc[1])
+
+    # ------------------------------------------------------------------ DSR's ROUTE ERROR
+    def on_route_error_sent(self, ev: DsrRouteErrorSent) -> list[Action]:
         """At the node detecting the break: the ELFN message, also for salvaged packets."""
         entries: dict[ConnId, ElfnEntry] = {}
-        for pkt in packets:
+        for pkt in ev.packets:
             try:
                 inner = fastpath.strip(pkt)
             except (MalformedDsr, ValueError, IndexError):
@@ -284,19 +313,17 @@ class Elfn:
             conn, seq = dc
             entries[conn] = ElfnEntry(conn.local_ip, conn.remote_ip, conn.local_port, conn.remote_port, seq)
         if entries:
-            extra_options.append(ElfnOption(tuple(entries.values())[:MAX_ENTRIES]))
+            ev.extra_options.append(ElfnOption(tuple(entries.values())[:MAX_ENTRIES]))
             self.counters["elfn_sent"] += 1
             self.counters["elfn_entries_sent"] += len(entries)
         return []
 
-    def on_route_error_received(
-        self, following: Sequence[DsrOption], for_me: bool, now_ns: int, **_: Any
-    ) -> list[Action]:
+    def on_route_error_received(self, ev: DsrRouteErrorReceived) -> list[Action]:
         """At the TCP sender: the ELFN options after the ROUTE ERROR addressed here."""
-        if not for_me:
+        if not ev.for_me:
             return []
         out: list[Action] = []
-        for o in following:
+        for o in ev.following:
             if isinstance(o, RouteError):
                 break  # a nested error's options belong to it
             if not isinstance(o, ElfnOption):
@@ -304,41 +331,10 @@ class Elfn:
             self.counters["elfn_received"] += 1
             for e in o.entries:
                 if e.sender == self.ctx.ip:
-                    out += self.freeze(e.conn, now_ns, "elfn", e.seqno)
+                    out += self.freeze(e.conn, ev.now_ns, "elfn", e.seqno)
         return out
 
-    def on_dsr_link_failure(self, frame: Any, queued: Sequence[Any], now_ns: int, **_: Any) -> list[Action]:
-        """The sender's own link broke (DSR re-routes its own packets without a ROUTE ERROR)."""
-        if not self.p.freeze_on_own_link_failure:
-            return []
-        out: list[Action] = []
-        seen: set[ConnId] = set()
-        for f in [frame, *queued]:
-            try:
-                inner = fastpath.strip(f.packet)
-            except (MalformedDsr, ValueError, IndexError):
-                continue
-            dc = data_conn(inner)
-            if dc is None or dc[0] in seen or dc[0].local_ip != self.ctx.ip:
-                continue
-            seen.add(dc[0])
-            out += self.freeze(dc[0], now_ns, "own link failure", dc[1])
-        return out
-
-    def on_dsr_route_discovery(self, dst: int, packet: bytes, now_ns: int, **_: Any) -> list[Action]:
-        """Yu 2004 s3.2: "TCP will be frozen either when a TCP sender initiates a route discovery,
-        or when a TCP sender receives an ELFN message". The station starts a discovery for
-        ``packet`` (no cached route to ``dst``): when that is a data segment of a connection this
-        station sends on, freeze it with the probe at the segment's sequence number. A handshake
-        looking for its first route (SYN, no data) is not frozen."""
-        if not self.p.freeze_on_route_discovery:
-            return []
-        dc = data_conn(packet)
-        if dc is None or dc[0].local_ip != self.ctx.ip:
-            return []
-        return self.freeze(dc[0], now_ns, "route discovery", dc[1])
-
-    # ------------------------------------------------------------------ AODV hooks
+    # ------------------------------------------------------------------ AODV's RERR
     def _freeze_towards(self, remote: set[bytes], now_ns: int, cause: str) -> list[Action]:
         out: list[Action] = []
         for conn in self.api.senders():
@@ -346,14 +342,9 @@ class Elfn:
                 out += self.freeze(conn, now_ns, cause)
         return out
 
-    def on_aodv_route_error(self, rerr: Any, now_ns: int, **_: Any) -> list[Action]:
-        remote = {int(ip).to_bytes(4, "big") for ip, _seq in rerr.unreachable}
-        return self._freeze_towards(remote, now_ns, "aodv rerr")
-
-    def on_aodv_link_failure(self, destinations: Sequence[int], now_ns: int, **_: Any) -> list[Action]:
-        if not self.p.freeze_on_own_link_failure:
-            return []
-        return self._freeze_towards({station_ip_bytes(d) for d in destinations}, now_ns, "own link failure")
+    def on_aodv_route_error(self, ev: AodvRouteErrorReceived) -> list[Action]:
+        remote = {int(ip).to_bytes(4, "big") for ip, _seq in ev.rerr.unreachable}
+        return self._freeze_towards(remote, ev.now_ns, "aodv rerr")
 
     def state(self) -> dict[str, Any]:
         return {
@@ -365,17 +356,16 @@ class Elfn:
         }
 
 
-DSR_HOOKS = frozenset(
-    {"on_route_error_sent", "on_route_error_received", "on_link_failure", "on_route_discovery"}
+PARAMS = ElfnParams
+NEEDS = Needs(
+    events=frozenset({LinkFailure, RouteDiscoveryStarted}),
+    one_of=(
+        frozenset({DsrRouteErrorSent, DsrRouteErrorReceived}),  # the ELFN option in the ROUTE ERROR (s3.1)
+        frozenset({AodvRouteErrorReceived}),  # the RERR's unreachable destinations (s3.2)
+    ),
+    endpoint=True,
 )
-"""ELFN over DSR: the ROUTE ERROR carries the notification (s3.1)."""
-AODV_HOOKS = frozenset({"on_route_error", "on_link_failure"})
-"""ELFN over AODV: the RERR carries it (s3.2)."""
-NEEDS = Needs(hooks=(DSR_HOOKS, AODV_HOOKS), endpoint=True)
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Elfn:
-    p = params_from_dict(ElfnParams, params, "extensions.elfn")
-    check_protocol("elfn", protocol)
-    api = endpoint_of(ctx, "elfn")
-    return Elfn(ctx, api, p, ctx.log.getChild("elfn"))
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: ElfnParams) -> Elfn:
+    return Elfn(ctx, endpoint_of(ctx, "elfn"), params, ctx.log.getChild("elfn"))

@@ -8,10 +8,10 @@ the packet: source address, source port, destination address, destination port, 
 extend the format of a ROUTE ERROR to include an optional field called *conn_list*, which contains
 one or more *conn_info* structures."
 
-What runs where (every station runs the same extension; DSR hooks only, docs/dsr.md):
+What runs where (every station runs the same extension; DSR's events, docs/dsr.md):
 
-- The node detecting a broken link (s4.3.1; ``on_link_failure``, ``on_packet_dropped``,
-  ``on_route_error_sent``): every TCP data packet (and, with BEAD, ACK) that DSR drops for the
+- The node detecting a broken link (s4.3.1; ``LinkFailure``, ``PacketDropped``,
+  ``DsrRouteErrorSent``, in the shared :class:`LossNotifier`): every TCP data packet (and, with BEAD, ACK) that DSR drops for the
   failure -- the one that met the break and the interface-queue packets with the same next hop
   -- is recorded in :attr:`LossNotifier.drop_list`; the ROUTE ERROR DSR sends to each source
   (the TCP sender, or ``Address[1]`` when the packet was salvaged before) carries a
@@ -19,7 +19,7 @@ What runs where (every station runs the same extension; DSR hooks only, docs/dsr
   packet type. Salvaged data packets are listed too with ``pkt_lost`` false ("If the packet
   encountering a link failure is a data packet and is salvaged, the node also adds the TCP
   connection information to the ROUTE ERROR, since we choose to freeze TCP upon route failures").
-- The salvaging node (s4.3.3 step 3(2); ``on_route_error_received`` with ``for_me``): it is not
+- The salvaging node (s4.3.3 step 3(2); ``DsrRouteErrorReceived`` with ``for_me``): it is not
   the TCP sender; "it checks whether it has a route to reach the TCP sender. If it has a route,
   it sends a notification to the TCP sender" -- a ROUTE ERROR with the entry, over a *cached*
   route (no discovery), and only when the notification is not a nested ROUTE ERROR
@@ -36,17 +36,19 @@ from __future__ import annotations
 import logging
 import struct
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from nodes.core import ipv4
 from nodes.core.addr import ip_to_station
 from nodes.core.events import Action, ToNetwork
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions import check_protocol
+from nodes.core.hooks import LinkFailure, Needs, PacketDropped
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions import core_api
 from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
     DSR_HEADER_LEN,
     OPT_CONN_LIST,
@@ -254,9 +256,20 @@ class LossNotifier:
     s4.3.1: "If it cannot salvage the packet, it creates an entry in the drop_list ... The node
     then checks the network interface queue for the packets that have the same next hop ... For
     the data packets or ACKs to be dropped, the node records the information ... in the
-    drop_list." DSR's core does the queue scan (``queued`` of ``on_link_failure``) and reports
-    each packet it drops (``on_packet_dropped``) before ``on_route_error_sent``.
+    drop_list." DSR's core does the queue scan (``LinkFailure.queued``) and reports each packet it
+    drops (``PacketDropped``) before ``DsrRouteErrorSent``.
+
+    A shared service of the station (``nodes.core.hooks.Service``): :meth:`of` creates it for the
+    first of EPLN and BEAD attached; each says which packet type it wants recorded
+    (:meth:`track`), and EPLN's parameters configure it (:meth:`configure`).
     """
+
+    NEEDS: ClassVar[Needs] = Needs(events=frozenset({LinkFailure, PacketDropped, DsrRouteErrorSent}))
+
+    @classmethod
+    def of(cls, ctx: NodeContext) -> LossNotifier:
+        """The station's one notifier (``ctx.services``), created and subscribed on first use."""
+        return ctx.services.get_or_create(cls, lambda: cls(ctx, ctx.log.getChild("loss_notifier")))
 
     def __init__(self, ctx: NodeContext, log: logging.Logger) -> None:
         self.ctx = ctx
@@ -268,18 +281,27 @@ class LossNotifier:
         self._failing: set[bytes] = set()
         """Packets dropped during the link failure being handled (cleared at the next one)."""
         self.counters = {"drop_list_records": 0, "conn_list_sent": 0, "conn_info_sent": 0}
-        ctx.hooks.subscribe("on_link_failure", self.on_link_failure)
-        ctx.hooks.subscribe("on_packet_dropped", self.on_packet_dropped)
-        ctx.hooks.subscribe("on_route_error_sent", self.on_route_error_sent)
+        ctx.hooks.subscribe(LinkFailure, self.on_link_failure)
+        ctx.hooks.subscribe(PacketDropped, self.on_packet_dropped)
+        ctx.hooks.subscribe(DsrRouteErrorSent, self.on_route_error_sent)
 
-    def on_link_failure(self, now_ns: int, **_: Any) -> list[Action]:
+    def track(self, kind: PType) -> None:
+        """Record dropped packets of this type (EPLN: data, BEAD: ACKs)."""
+        self.kinds.add(kind)
+
+    def configure(self, params: EplnParams) -> None:
+        """EPLN's parameters of the drop_list (BEAD alone runs with EPLN's defaults)."""
+        self.notify_salvaged = params.notify_salvaged
+        self.drop_reasons = params.drop_reasons
+        self.drop_list = deque(self.drop_list, maxlen=params.drop_list_size)
+
+    def on_link_failure(self, ev: LinkFailure) -> list[Action]:
         self._failing.clear()
         return []
 
-    def on_packet_dropped(
-        self, packet: bytes, reason: str, source_route: tuple[int, ...] | None, now_ns: int, **_: Any
-    ) -> list[Action]:
-        if reason not in self.drop_reasons:
+    def on_packet_dropped(self, ev: PacketDropped) -> list[Action]:
+        packet, now_ns = ev.packet, ev.now_ns
+        if ev.reason not in self.drop_reasons:
             return []
         t = tcp_of(packet)
         if t is None or t[1] not in self.kinds:
@@ -294,8 +316,8 @@ class LossNotifier:
                 conn.remote_port,
                 ptype,
                 seq,
-                source_route,
-                reason,
+                ev.route,
+                ev.reason,
             )
         )
         self._failing.add(packet)
@@ -303,14 +325,12 @@ class LossNotifier:
         self.ctx.counters.extra["epln_drop_list_records"] += 1
         return []
 
-    def on_route_error_sent(
-        self, dst: int, extra_options: list[DsrOption], packets: Sequence[bytes], now_ns: int, **_: Any
-    ) -> list[Action]:
+    def on_route_error_sent(self, ev: DsrRouteErrorSent) -> list[Action]:
         """s4.3.1: "The node piggybacks on the ROUTE ERROR the information about the lost packets
         that have the same source node ... It creates one entry in the conn_list ... for the lost
         packets originating from the same connection." """
         groups: dict[tuple[ConnId, PType], list[tuple[int, bool]]] = {}
-        for pkt in packets:
+        for pkt in ev.packets:
             t = tcp_of(pkt)
             if t is None or t[1] not in self.kinds:
                 continue
@@ -332,19 +352,12 @@ class LossNotifier:
                 break
             entries.append(e)
             size += e.size
-        extra_options.append(ConnListOption(tuple(entries)))
+        ev.extra_options.append(ConnListOption(tuple(entries)))
         self.counters["conn_list_sent"] += 1
         self.counters["conn_info_sent"] += len(entries)
         self.ctx.counters.extra["epln_conn_list_sent"] += 1
-        self.log.debug("conn_list to %d: %s", dst, entries)
+        self.log.debug("conn_list to %d: %s", ev.dst, entries)
         return []
-
-
-def notifier_of(ctx: NodeContext) -> LossNotifier:
-    """The station's one :class:`LossNotifier` (EPLN and BEAD share it; ``ctx.services``)."""
-    return ctx.services.get_or_create(
-        LossNotifier, lambda: LossNotifier(ctx, ctx.log.getChild("loss_notifier"))
-    )
 
 
 def station_of(ip: bytes) -> int | None:
@@ -373,16 +386,16 @@ class Epln:
 
     name = "epln"
 
-    def __init__(self, ctx: NodeContext, protocol: Any, params: EplnParams, log: logging.Logger) -> None:
+    def __init__(
+        self, ctx: NodeContext, protocol: DsrRouting, params: EplnParams, log: logging.Logger
+    ) -> None:
         self.ctx = ctx
         self.protocol = protocol
         self.p = params
         self.log = log
-        self.notifier = notifier_of(ctx)
-        self.notifier.kinds.add("data")
-        self.notifier.notify_salvaged = params.notify_salvaged
-        self.notifier.drop_reasons = params.drop_reasons
-        self.notifier.drop_list = deque(self.notifier.drop_list, maxlen=params.drop_list_size)
+        self.notifier = LossNotifier.of(ctx)
+        self.notifier.track("data")
+        self.notifier.configure(params)
         self.decisions: list[Decision] = []
         self.counters = dict.fromkeys(
             (
@@ -394,19 +407,18 @@ class Epln:
             ),
             0,
         )
-        ctx.hooks.subscribe("on_route_error_received", self.on_route_error_received)
+        ctx.hooks.subscribe(DsrRouteErrorReceived, self.on_route_error_received)
 
     @property
     def drop_list(self) -> deque[DropEntry]:
         return self.notifier.drop_list
 
-    def on_route_error_received(
-        self, rerr: RouteError, following: Sequence[DsrOption], for_me: bool, now_ns: int, **_: Any
-    ) -> list[Action]:
+    def on_route_error_received(self, ev: DsrRouteErrorReceived) -> list[Action]:
         """s4.3.3: "For each entry in the conn_list of the notification" (data entries only)."""
-        if not for_me:
+        if not ev.for_me:
             return []
-        entries, nested = first_entries(following)
+        rerr, now_ns = ev.rerr, ev.now_ns
+        entries, nested = first_entries(ev.following)
         entries = [e for e in entries if e.ptype == "data"]
         if not entries:
             return []
@@ -473,16 +485,13 @@ class Epln:
         }
 
 
+PARAMS = EplnParams
 NEEDS = Needs(
-    hooks=(
-        frozenset({"on_link_failure", "on_packet_dropped", "on_route_error_sent", "on_route_error_received"}),
-    ),
-    endpoint=True,
+    events=frozenset({DsrRouteErrorReceived}), endpoint=True, core=DsrRouting, services=(LossNotifier,)
 )
-"""DSR's ROUTE ERROR carries the conn_list (s4.2); the notifier also hooks drops."""
+"""DSR's ROUTE ERROR carries the conn_list (s4.2; the shared notifier fills it); the salvaging node
+relays it with ``DsrRouting.send_options``; the sender's endpoint agent runs Algorithm 2."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> Epln:
-    p = params_from_dict(EplnParams, params, "extensions.epln")
-    check_protocol("epln", protocol)
-    return Epln(ctx, protocol, p, ctx.log.getChild("epln"))
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: EplnParams) -> Epln:
+    return Epln(ctx, core_api(protocol, DsrRouting), params, ctx.log.getChild("epln"))

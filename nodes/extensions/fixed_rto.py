@@ -15,12 +15,10 @@ reports. Hooks: ``tcp_segment_sent`` (connection start), ``tcp_timeout`` (observ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
+from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._rto import RtoPolicyExtension
 from nodes.extensions._tcp import endpoint_of
 from nodes.tcpctl.kernelseam import FixedAfterTwo
@@ -64,12 +62,13 @@ class FixedRtoExtension(RtoPolicyExtension):
     name = "fixed_rto"
 
 
+PARAMS = FixedRtoParams
 NEEDS = Needs(endpoint=True)
 """Any routing protocol: it acts on kernel TCP only."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> FixedRtoExtension:
-    p = params_from_dict(FixedRtoParams, params, "extensions.fixed_rto")
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: FixedRtoParams) -> FixedRtoExtension:
+    p = params
     api = endpoint_of(ctx, "fixed_rto")
     return FixedRtoExtension(
         api,

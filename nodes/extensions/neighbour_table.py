@@ -22,12 +22,13 @@ list), created by the first of them attached.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from nodes.core.events import Action
-from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
+from nodes.core.hooks import Handler, Needs, NeighbourSignal, TxFailure
+from nodes.core.protocol import NodeContext, ParamError, params_from_dict
 from topologies import radio
 
 NS_PER_S = 1_000_000_000
@@ -171,58 +172,48 @@ class NeighbourTable:
         return d is not None and d < self.p.range_m
 
 
-TxFailureFn = Callable[..., "list[Action] | None"]
-
-
 @dataclass(slots=True)
 class KlemmStation:
-    """What the LM extensions of one station share."""
+    """What the LM extensions of one station share: the neighbour table, fed by every received
+    frame's signal, and the station-wide ``TxFailure`` subscriber (a shared service,
+    ``nodes.core.hooks.Service``; :meth:`of` creates and subscribes it)."""
+
+    NEEDS: ClassVar[Needs] = Needs(events=frozenset({NeighbourSignal, TxFailure}))
 
     table: NeighbourTable
-    tx_failure: list[tuple[int, TxFailureFn]] = field(default_factory=list)
-    """(priority, handler) for ``on_tx_failure``: Persistent MAC 0, Reactive LM 1."""
-    shared: dict[str, Any] = field(default_factory=dict)
+    tx_failure: list[tuple[int, Handler[TxFailure]]] = field(default_factory=list)
+    """(priority, handler) for ``TxFailure``: Persistent MAC 0, Reactive LM 1."""
     peer_tx_power_w: dict[int, float] = field(default_factory=dict)
     """P_t assumed for a neighbour's frames when not the default. The paper puts P_t in the MAC
     header; our frames do not carry it, so a link Reactive LM runs at high power is assumed high
     at both ends (both raise it, section 4.2.2)."""
 
-    def on_neighbour_signal(self, neighbour: int, rssi_dbm: float, snr_db: float, now_ns: int) -> None:
-        self.table.heard(neighbour, rssi_dbm, now_ns, self.peer_tx_power_w.get(neighbour))
+    @classmethod
+    def of(cls, ctx: NodeContext, nt: Mapping[str, Any] | None) -> KlemmStation:
+        """The station's shared state; the first LM extension attached creates it (and subscribes
+        the table to ``NeighbourSignal`` before any extension reads it). Later ones must pass the
+        same ``neighbour_table`` parameters, or none."""
+        params = params_from_dict(NeighbourTableParams, nt, "neighbour_table")
+        st = ctx.services.get(cls)
+        if st is None:
+            st = ctx.services.get_or_create(cls, lambda: cls(NeighbourTable(params)))
+            ctx.hooks.subscribe(NeighbourSignal, st.on_neighbour_signal)
+            ctx.hooks.subscribe(TxFailure, st.on_tx_failure)
+        elif nt and asdict(params) != asdict(st.table.p):
+            raise ParamError(
+                "neighbour_table: the Klemm extensions of a station must share one table's parameters"
+            )
+        return st
 
-    def on_tx_failure(self, **kw: Any) -> list[Action]:
+    def on_neighbour_signal(self, ev: NeighbourSignal) -> None:
+        self.table.heard(ev.neighbour, ev.rssi_dbm, ev.now_ns, self.peer_tx_power_w.get(ev.neighbour))
+
+    def on_tx_failure(self, ev: TxFailure) -> list[Action]:
         out: list[Action] = []
         for _, fn in sorted(self.tx_failure, key=lambda x: x[0]):
-            if not kw["decision"].link_break:
+            if not ev.decision.link_break:
                 break
-            res = fn(**kw)
+            res = fn(ev)
             if res:
                 out.extend(res)
         return out
-
-
-KLEMM_HOOKS = frozenset({"on_neighbour_signal", "on_tx_failure"})
-"""The hooks the shared table subscribes to (every Klemm extension needs them)."""
-
-
-def klemm_station(proto: RoutingProtocol, ctx: NodeContext, nt: Mapping[str, Any] | None) -> KlemmStation:
-    """The station's shared state; the first LM extension attached creates it (and subscribes the
-    table to ``on_neighbour_signal`` before any extension reads it). Later ones must pass the same
-    ``neighbour_table`` parameters, or none."""
-    st = ctx.services.get(KlemmStation)
-    params = params_from_dict(NeighbourTableParams, nt, "neighbour_table")
-    if st is None:
-        missing = KLEMM_HOOKS - ctx.hooks.names
-        if missing:
-            raise ParamError(
-                f"Klemm 2004 extensions need the routing hooks {sorted(missing)} (AODV has them; "
-                f"{type(proto).__name__} does not)"
-            )
-        st = ctx.services.get_or_create(KlemmStation, lambda: KlemmStation(NeighbourTable(params)))
-        ctx.hooks.subscribe("on_neighbour_signal", st.on_neighbour_signal)
-        ctx.hooks.subscribe("on_tx_failure", st.on_tx_failure)
-    elif nt and asdict(params) != asdict(st.table.p):
-        raise ParamError(
-            "neighbour_table: the Klemm extensions of a station must share one table's parameters"
-        )
-    return st

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action, Frame, Send
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions.neighbour_table import KLEMM_HOOKS, KlemmStation, klemm_station
+from nodes.core.hooks import Needs, TxFailure
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions.neighbour_table import KlemmStation
 
 META_PERSISTED = "klemm_persistent"
 """Frame.meta key of a frame the Persistent MAC already sent again."""
@@ -67,26 +67,31 @@ class PersistentMac:
         self.st = station
         self.p = params
 
-    def on_tx_failure(
-        self, frame: Frame, rts_attempts: int, data_attempts: int, decision: Any, now_ns: int
-    ) -> list[Action]:
+    def on_tx_failure(self, ev: TxFailure) -> list[Action]:
+        frame = ev.frame
         # A handshake failure: all RTSs unanswered, no DATA sent.
-        if rts_attempts < self.p.short_retry_limit or data_attempts > 0 or frame.meta.get(META_PERSISTED):
+        if (
+            ev.rts_attempts < self.p.short_retry_limit
+            or ev.data_attempts > 0
+            or frame.meta.get(META_PERSISTED)
+        ):
             return []
-        if not self.st.table.in_range(frame.next_hop, now_ns):
+        if not self.st.table.in_range(frame.next_hop, ev.now_ns):
             self.ctx.counters.extra["klemm_persistent_gave_up"] += 1
             return []
-        decision.link_break = False
+        ev.decision.link_break = False
         self.ctx.counters.extra["klemm_persistent_retries"] += 1
         return [Send(resend(frame, meta={META_PERSISTED: True}))]
 
 
-NEEDS = Needs(hooks=(KLEMM_HOOKS,))
+PARAMS = PersistentMacParams
+NEEDS = Needs(services=(KlemmStation,))
+"""The shared table's distance estimate and its station-wide ``TxFailure`` subscriber."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> PersistentMac:
-    p = params_from_dict(PersistentMacParams, params, "persistent_mac")
-    st = klemm_station(protocol, ctx, p.neighbour_table)
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: PersistentMacParams) -> PersistentMac:
+    p = params
+    st = KlemmStation.of(ctx, p.neighbour_table)
     ext = PersistentMac(ctx, st, p)
     st.tx_failure.append((0, ext.on_tx_failure))
     return ext

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.core.events import Action
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions.neighbour_table import KLEMM_HOOKS, NS_PER_S, KlemmStation, klemm_station
+from nodes.core.hooks import Needs, NeighbourSignal
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions.neighbour_table import NS_PER_S, KlemmStation
 from nodes.extensions.reactive_lm import GoingDown
 
 
@@ -56,9 +56,8 @@ class ProactiveLm:
         """Equation (3): d_0.1."""
         return self.st.table.estimate(nb, now_ns + self.lookahead_ns, now_ns)
 
-    def on_neighbour_signal(
-        self, neighbour: int, rssi_dbm: float, snr_db: float, now_ns: int
-    ) -> list[Action]:
+    def on_neighbour_signal(self, ev: NeighbourSignal) -> list[Action]:
+        neighbour, now_ns = ev.neighbour, ev.now_ns
         d = self.predicted(neighbour, now_ns)
         if d is None or d <= self.st.table.p.range_m:
             self.weak.discard(neighbour)
@@ -69,13 +68,15 @@ class ProactiveLm:
         return self.gd.link_going_down(neighbour, now_ns, "weak", self.avoid_ns)
 
 
-NEEDS = Needs(hooks=(KLEMM_HOOKS,))
+PARAMS = ProactiveLmParams
+NEEDS = Needs(events=frozenset({NeighbourSignal}), services=(KlemmStation, GoingDown))
+"""Equation (3) on the shared table; weak links go through the GDWN machinery (AODV)."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> ProactiveLm:
-    p = params_from_dict(ProactiveLmParams, params, "proactive_lm")
-    st = klemm_station(protocol, ctx, p.neighbour_table)
-    gd = GoingDown.of(st, ctx, protocol)
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: ProactiveLmParams) -> ProactiveLm:
+    p = params
+    st = KlemmStation.of(ctx, p.neighbour_table)
+    gd = GoingDown.of(ctx, protocol, st)
     ext = ProactiveLm(ctx, st, gd, p)
-    ctx.hooks.subscribe("on_neighbour_signal", ext.on_neighbour_signal)
+    ctx.hooks.subscribe(NeighbourSignal, ext.on_neighbour_signal)
     return ext

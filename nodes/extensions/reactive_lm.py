@@ -21,7 +21,7 @@ original AODV".
 
 Realisation (docs/extensions-aodv.md):
 
-- :class:`GoingDown` is the GDWN machinery on the AODV core's hooks: routes via a weak or
+- :class:`GoingDown` is the GDWN machinery on the AODV core's events (a shared service): routes via a weak or
   high-power link become ``RouteState.GDWN`` (the core already forwards on GDWN routes and
   rebroadcasts RREQs instead of answering from them); the GDWN message is a RERR with our 'G' flag
   (a reserved bit of RFC 3561 section 5.3) sent to the routes' precursors, which do the same
@@ -29,7 +29,7 @@ Realisation (docs/extensions-aodv.md):
   sequence number + 1, as a local repair does, so that only a fresh route answers). RREQs and
   RREPs from weak or high-power neighbours are ignored ("new routes avoid weak and high-power
   links").
-- :class:`ReactiveLm`: at ``on_tx_failure`` of a unicast data frame, the frame is sent again at
+- :class:`ReactiveLm`: at ``TxFailure`` of a unicast data frame, the frame is sent again at
   the high power (``Frame.tx_power_dbm``) and ``SetPower(neighbour, high)`` keeps DATA, CTS and
   ACK to that neighbour at high power; the routes via it go GDWN. The paper's receiver learns
   the power from the RTS; our router never sees RTSs, so the other end raises its power when its
@@ -42,23 +42,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from nodes.core.addr import ip_to_station
-from nodes.core.events import Action, Frame, Send, SetPower
-from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, ParamError, RoutingProtocol, params_from_dict
+from nodes.core.events import Action, Send, SetPower
+from nodes.core.hooks import LinkFailure, Needs, NeighbourSignal, TxFailure
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.extensions import core_api
 from nodes.extensions.neighbour_table import (
-    KLEMM_HOOKS,
     NS_PER_S,
     KlemmStation,
     NeighbourTable,
-    klemm_station,
     power_for_range_w,
     w_to_dbm,
 )
 from nodes.extensions.persistent_mac import resend
-from nodes.protocols.aodv.messages import Rerr, Rrep, Rreq
+from nodes.protocols.aodv.events import (
+    AodvIpForward,
+    AodvRouteErrorReceived,
+    AodvRouteReply,
+    AodvRouteRequest,
+    AodvRouteStateChange,
+)
 from nodes.protocols.aodv.protocol import AodvRouting
 from nodes.protocols.aodv.route_table import RouteEntry, RouteState
 from nodes.protocols.aodv.seqno import seq_inc
@@ -68,7 +73,14 @@ META_HIGH = "klemm_high_power"
 
 
 class GoingDown:
-    """Section 4.2.3's modified AODV, on the core's hooks; one per station (shared)."""
+    """Section 4.2.3's modified AODV, on the core's events; one per station (a shared service:
+    :meth:`of`)."""
+
+    NEEDS: ClassVar[Needs] = Needs(
+        events=frozenset({AodvRouteErrorReceived, AodvRouteRequest, AodvRouteReply, AodvIpForward}),
+        core=AodvRouting,
+        services=(KlemmStation,),
+    )
 
     def __init__(self, ctx: NodeContext, proto: AodvRouting, table: NeighbourTable) -> None:
         self.ctx = ctx
@@ -82,20 +94,16 @@ class GoingDown:
         """Destinations this station sent data to -> last time (ns): the source rediscovers."""
         self.log = ctx.log.getChild(f"klemm.sta{ctx.station}")
         h = ctx.hooks
-        h.subscribe("on_route_error", self.on_route_error)
-        h.subscribe("on_route_request", self.on_route_request)
-        h.subscribe("on_route_reply", self.on_route_reply)
-        h.subscribe("on_ip_forward", self.on_data_forward)
+        h.subscribe(AodvRouteErrorReceived, self.on_route_error)
+        h.subscribe(AodvRouteRequest, self.on_route_request)
+        h.subscribe(AodvRouteReply, self.on_route_reply)
+        h.subscribe(AodvIpForward, self.on_data_forward)
 
-    @staticmethod
-    def of(st: KlemmStation, ctx: NodeContext, proto: RoutingProtocol) -> GoingDown:
-        gd = st.shared.get("gdwn")
-        if gd is None:
-            if not isinstance(proto, AodvRouting):
-                raise ParamError("proactive_lm/reactive_lm need AODV (the GDWN route state)")
-            gd = st.shared["gdwn"] = GoingDown(ctx, proto, st.table)
-        assert isinstance(gd, GoingDown)
-        return gd
+    @classmethod
+    def of(cls, ctx: NodeContext, proto: RoutingProtocol, st: KlemmStation) -> GoingDown:
+        """The station's one GDWN machinery (``ctx.services``), created on first use."""
+        aodv = core_api(proto, AodvRouting)
+        return ctx.services.get_or_create(cls, lambda: cls(ctx, aodv, st.table))
 
     # ---------------------------------------------------------------- notifications from the MAC
     def link_going_down(self, nb: int, now_ns: int, reason: str, avoid_ns: int) -> list[Action]:
@@ -141,7 +149,8 @@ class GoingDown:
         return nb in self.high_power or self.avoid_until.get(nb, 0) > now_ns
 
     # ---------------------------------------------------------------- AODV hooks
-    def on_route_error(self, rerr: Rerr, prev_hop: int, now_ns: int) -> list[Action]:
+    def on_route_error(self, ev: AodvRouteErrorReceived) -> list[Action]:
+        rerr, prev_hop, now_ns = ev.rerr, ev.prev_hop, ev.now_ns
         if not rerr.going_down:
             return []
         self.ctx.counters.extra["klemm_gdwn_received"] += 1
@@ -153,23 +162,23 @@ class GoingDown:
                 routes.append(e)
         return self._going_down(routes, now_ns, forwarded=True)
 
-    def on_route_request(self, rreq: Rreq, prev_hop: int, decision: Any, now_ns: int) -> None:
+    def on_route_request(self, ev: AodvRouteRequest) -> None:
         # "the routing layer should take care to avoid temporary high power links as well as weak
         # links (links that might fail soon)" (section 1).
-        if self.avoid(prev_hop, now_ns):
-            decision.accept = False
+        if self.avoid(ev.prev_hop, ev.now_ns):
+            ev.decision.accept = False
             self.ctx.counters.extra["klemm_rreq_ignored"] += 1
 
-    def on_route_reply(self, rrep: Rrep, prev_hop: int, decision: Any, now_ns: int) -> None:
-        if self.avoid(prev_hop, now_ns):
-            decision.accept = False
+    def on_route_reply(self, ev: AodvRouteReply) -> None:
+        if self.avoid(ev.prev_hop, ev.now_ns):
+            ev.decision.accept = False
             self.ctx.counters.extra["klemm_rrep_ignored"] += 1
 
-    def on_data_forward(self, packet: bytearray, prev_hop: int | None, next_hop: int, now_ns: int) -> None:
-        if prev_hop is None:
-            dst = ip_to_station(bytes(packet[16:20]))
+    def on_data_forward(self, ev: AodvIpForward) -> None:
+        if ev.prev_hop is None:
+            dst = ip_to_station(bytes(ev.packet[16:20]))
             if dst is not None:
-                self.originated[dst] = now_ns
+                self.originated[dst] = ev.now_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,23 +218,20 @@ class ReactiveLm:
             nb, now_ns, "high_power", self.avoid_ns
         )
 
-    def on_tx_failure(
-        self, frame: Frame, rts_attempts: int, data_attempts: int, decision: Any, now_ns: int
-    ) -> list[Action]:
+    def on_tx_failure(self, ev: TxFailure) -> list[Action]:
+        frame, now_ns = ev.frame, ev.now_ns
         nb = frame.next_hop
         # Control frames (RREP, RERR) stay at default power: "new routes should consist of default
         # power links only". A failure at high power is a real link break.
         if frame.control or frame.meta.get(META_HIGH) or nb in self.gd.high_power:
             return []
-        decision.link_break = False
+        ev.decision.link_break = False
         self.ctx.counters.extra["klemm_high_power_resends"] += 1
         again = resend(frame, tx_power_dbm=self.high_power_dbm, meta={META_HIGH: True})
         return [Send(again)] + self._raise(nb, now_ns)
 
-    def on_neighbour_signal(
-        self, neighbour: int, rssi_dbm: float, snr_db: float, now_ns: int
-    ) -> list[Action]:
-        nb = neighbour
+    def on_neighbour_signal(self, ev: NeighbourSignal) -> list[Action]:
+        nb, now_ns = ev.neighbour, ev.now_ns
         if nb in self.gd.high_power:
             return []
         d = self.st.table.estimate(nb, now_ns + self.lookahead_ns, now_ns)
@@ -236,17 +242,17 @@ class ReactiveLm:
             return []
         return self._raise(nb, now_ns)
 
-    def on_link_failure(
-        self, next_hop: int, frame: Frame | None, destinations: list[int], now_ns: int
-    ) -> list[Action]:
+    def on_link_failure(self, ev: LinkFailure) -> list[Action]:
+        next_hop = ev.next_hop
         if self.gd.high_power.pop(next_hop, None) is None:
             return []
         self.st.peer_tx_power_w.pop(next_hop, None)
         self.ctx.counters.extra["klemm_high_power_off"] += 1
         return [SetPower(next_hop, None)]
 
-    def on_route_state_change(self, dst: int, old: Any, new: Any, now_ns: int) -> list[Action]:
+    def on_route_state_change(self, ev: AodvRouteStateChange) -> list[Action]:
         """ "temporary": back to the default power once no route uses the neighbour."""
+        new, now_ns = ev.new, ev.now_ns
         if new is not None and new is not RouteState.INVALID:
             return []
         acts: list[Action] = []
@@ -260,22 +266,21 @@ class ReactiveLm:
         return acts
 
 
+PARAMS = ReactiveLmParams
 NEEDS = Needs(
-    hooks=(
-        KLEMM_HOOKS
-        | {"on_route_error", "on_route_request", "on_route_reply", "on_ip_forward"}
-        | {"on_link_failure", "on_route_state_change"},
-    )
+    events=frozenset({NeighbourSignal, LinkFailure, AodvRouteStateChange}), services=(KlemmStation, GoingDown)
 )
+"""The shared table and its ``TxFailure`` subscriber, the GDWN machinery (AODV), and the power
+back to the default when the link breaks or no route uses it."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> ReactiveLm:
-    p = params_from_dict(ReactiveLmParams, params, "reactive_lm")
-    st = klemm_station(protocol, ctx, p.neighbour_table)
-    gd = GoingDown.of(st, ctx, protocol)
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: ReactiveLmParams) -> ReactiveLm:
+    p = params
+    st = KlemmStation.of(ctx, p.neighbour_table)
+    gd = GoingDown.of(ctx, protocol, st)
     ext = ReactiveLm(ctx, st, gd, p)
     st.tx_failure.append((1, ext.on_tx_failure))
-    ctx.hooks.subscribe("on_neighbour_signal", ext.on_neighbour_signal)
-    ctx.hooks.subscribe("on_link_failure", ext.on_link_failure)
-    ctx.hooks.subscribe("on_route_state_change", ext.on_route_state_change)
+    ctx.hooks.subscribe(NeighbourSignal, ext.on_neighbour_signal)
+    ctx.hooks.subscribe(LinkFailure, ext.on_link_failure)
+    ctx.hooks.subscribe(AodvRouteStateChange, ext.on_route_state_change)
     return ext

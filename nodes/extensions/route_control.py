@@ -25,7 +25,7 @@ False; docs/fidelity.md). This extension does not pretend to do it.
 Realisation: the marks live in the IPv4 ID of atomic datagrams and the TCP echo option
 (docs/tcpctl.md: ``write_rc_mark``/``add_rc_echo`` by the endpoint agent, whose ``route_control``
 switch this extension turns on). Table I runs at every station that sends an (s, d) TCP packet to
-a next hop (``on_ip_forward``; the source is v_1 of the paper's proof). The sender side (S3,
+a next hop (``AodvIpForward``; the source is v_1 of the paper's proof). The sender side (S3,
 SR-5) runs where an endpoint agent is present (``ctx.endpoint``).
 """
 
@@ -33,17 +33,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nodes.core.addr import ip_to_station
 from nodes.core.events import Action
 from nodes.core.hooks import Needs
-from nodes.core.protocol import NodeContext, RoutingProtocol, params_from_dict
-from nodes.extensions import check_protocol
+from nodes.core.protocol import NodeContext, RoutingProtocol
+from nodes.protocols.aodv.events import AodvIpForward
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId
+from nodes.tcpctl.agent import ConnId, TcpAck, TcpDupack, TcpSegmentSent
 
 if TYPE_CHECKING:
     from nodes.tcpctl.api import TcpControl
@@ -58,7 +57,7 @@ class RouteControlParams:
     """Delta: an (s, d)-entry expires when no (s, d)-packet was received for this long (I1; the
     paper gives no value)."""
     intermediate: bool = True
-    """Run Table I in ``on_ip_forward``."""
+    """Run Table I at ``AodvIpForward``."""
     fast_retransmit: bool = True
     """SR-5: retransmit the missing segment at the first valid dupACK."""
     max_tracked_segments: int = 4096
@@ -160,7 +159,8 @@ class RouteControl:
         """The last segment retransmitted after a valid NACK, per connection (once per hole)."""
 
     # ---------------------------------------------------------------- I2 (every station)
-    def on_data_forward(self, packet: bytearray, prev_hop: int | None, next_hop: int, now_ns: int) -> None:
+    def on_data_forward(self, ev: AodvIpForward) -> None:
+        packet, next_hop, now_ns = ev.packet, ev.next_hop, ev.now_ns
         if len(packet) < 20 or packet[9] != IPPROTO_TCP:
             return
         mark = P.read_rc_mark(packet)
@@ -175,7 +175,8 @@ class RouteControl:
             self.ctx.counters.extra["rc_new_set"] += 1
 
     # ---------------------------------------------------------------- sender (S3, SR-4, SR-5)
-    def on_segment_sent(self, conn: ConnId, seq: int, length: int, retransmission: bool, now_ns: int) -> None:
+    def on_segment_sent(self, ev: TcpSegmentSent) -> None:
+        conn, seq, retransmission, now_ns = ev.conn, ev.seq, ev.retransmission, ev.now_ns
         assert self.api is not None
         txs = self.sent.setdefault(conn, OrderedDict())
         # A kernel retransmission is an RTO's (or the kernel's own fast retransmit): (d) fails.
@@ -193,18 +194,16 @@ class RouteControl:
             self.api.bump_route_number(conn.remote_ip)
             self.ctx.counters.extra["rc_route_number_bumped"] += 1
 
-    def on_ack(
-        self, conn: ConnId, ack: int, acked_bytes: int, rc_echo: Any, rc_mark: Any, now_ns: int
-    ) -> None:
-        self._s3(conn, rc_echo)
+    def on_ack(self, ev: TcpAck) -> None:
+        conn, ack = ev.conn, ev.ack
+        self._s3(conn, ev.rc_echo)
         txs = self.sent.get(conn)
         if txs is not None:
             for s in [s for s in txs if P.seq_lt(s, ack)]:
                 del txs[s]
 
-    def on_dupack(
-        self, conn: ConnId, ack: int, count: int, rc_echo: Any = None, rc_mark: Any = None, now_ns: int = 0
-    ) -> list[Action]:
+    def on_dupack(self, ev: TcpDupack) -> list[Action]:
+        conn, ack, rc_echo, now_ns = ev.conn, ev.ack, ev.rc_echo, ev.now_ns
         self._s3(conn, rc_echo)
         if not self.p.fast_retransmit or rc_echo is None or self.nacked.get(conn) == ack:
             return []
@@ -224,17 +223,20 @@ class RouteControl:
         return self.api.retransmit(conn, ack, now_ns)
 
 
-NEEDS = Needs(hooks=(frozenset({"on_ip_forward"}),), endpoint=True)
-"""Table I runs where a plain IP packet is forwarded (AODV); the sender side needs the agent."""
+NEEDS = Needs(events=frozenset({AodvIpForward}), endpoint=True)
+"""Table I runs where a plain IP packet is forwarded, editable (AODV's ``AodvIpForward``); the
+sender side needs the agent."""
 
 
-def attach(ctx: NodeContext, protocol: RoutingProtocol, params: Mapping[str, Any]) -> RouteControl:
-    p = params_from_dict(RouteControlParams, params, "route_control")
-    check_protocol("route_control", protocol)
+PARAMS = RouteControlParams
+
+
+def attach(ctx: NodeContext, protocol: RoutingProtocol, params: RouteControlParams) -> RouteControl:
+    p = params
     api: TcpControl | None = ctx.endpoint
     ext = RouteControl(ctx, p, api)
     if p.intermediate:
-        ctx.hooks.subscribe("on_ip_forward", ext.on_data_forward)
+        ctx.hooks.subscribe(AodvIpForward, ext.on_data_forward)
     if api is not None:
         agent = api.agent
         if not agent.params.route_control:

@@ -31,6 +31,6 @@ def create_protocol(ctx: NodeContext, config: Mapping[str, Any]) -> RoutingProto
 
 
 def core_class(name: str) -> type[RoutingProtocol]:
-    """The core class of protocol ``name`` (its ``HOOKS`` are what extensions can subscribe to)."""
+    """The core class of protocol ``name`` (its ``EMITS`` are the events extensions can subscribe to)."""
     core: type[RoutingProtocol] = importlib.import_module(PROTOCOLS[name]).CORE
     return core

@@ -2,7 +2,7 @@
 
 Forwarding works on raw bytes (``nodes.core.ipv4``): the IPv4 TTL is decremented with an
 incremental checksum update (RFC 1624) and the packet goes to the configured next hop. A failed
-unicast (link-layer feedback from the medium) is reported at the ``on_link_failure`` hook and the
+unicast (link-layer feedback from the medium) is reported as a ``LinkFailure`` event and the
 packet is dropped; static routing never repairs.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from nodes.core import ipv4
 from nodes.core.addr import MAX_STATIONS, station_ip_int
@@ -25,6 +25,7 @@ from nodes.core.events import (
     Send,
     TxStatus,
 )
+from nodes.core.hooks import DataForwarded, EventClass, LinkFailure, PacketDropped
 from nodes.core.protocol import NodeContext, RoutingProtocol
 
 _FIRST_STATION_IP = station_ip_int(1)
@@ -53,11 +54,11 @@ def forward_copy(packet: bytes) -> bytes | None:
 
 
 class StaticRouting(RoutingProtocol):
-    """Hooks: ``on_link_failure(frame, now_ns)``, ``on_packet_dropped(packet, reason, now_ns)``,
-    ``on_forward(packet, prev_hop, next_hop, now_ns)``."""
+    """Cross-layer events: ``LinkFailure`` (the failed frame; nothing is taken from the queue),
+    ``PacketDropped`` and ``DataForwarded`` (a packet received from a neighbour goes on)."""
 
     name = "static"
-    HOOKS = frozenset({"on_link_failure", "on_packet_dropped", "on_forward"})
+    EMITS: ClassVar[frozenset[EventClass]] = frozenset({LinkFailure, PacketDropped, DataForwarded})
 
     def __init__(self, ctx: NodeContext, routes: Mapping[int, int]) -> None:
         super().__init__(ctx)
@@ -75,11 +76,15 @@ class StaticRouting(RoutingProtocol):
         if isinstance(event, FromLocal):
             return self._route(event.packet, None, now_ns, local=True)
         if isinstance(event, TxStatus) and not event.ok:
-            acts: list[Action] = [Drop(event.frame.packet, "link_failure")]
-            acts += self.ctx.hooks.emit("on_link_failure", frame=event.frame, now_ns=now_ns)
-            acts += self.ctx.hooks.emit(
-                "on_packet_dropped", packet=event.frame.packet, reason="link_failure", now_ns=now_ns
-            )
+            f = event.frame
+            acts: list[Action] = [Drop(f.packet, "link_failure")]
+            hooks = self.ctx.hooks
+            if hooks.has_subscribers(LinkFailure):
+                acts += hooks.emit(
+                    LinkFailure(now_ns=now_ns, next_hop=f.next_hop, frame=f, queued=(), packets=(f.packet,))
+                )
+            if hooks.has_subscribers(PacketDropped):
+                acts += hooks.emit(PacketDropped(now_ns=now_ns, packet=f.packet, reason="link_failure"))
             return acts
         return []
 
@@ -110,15 +115,15 @@ class StaticRouting(RoutingProtocol):
             c.data_forwarded += 1
         nh = self.next_hop(dst)
         acts: list[Action] = [Send(Frame(packet, nh))]
-        if self.ctx.hooks.has_subscribers("on_forward"):
+        if prev is not None and self.ctx.hooks.has_subscribers(DataForwarded):
             acts += self.ctx.hooks.emit(
-                "on_forward", packet=packet, prev_hop=prev, next_hop=nh, now_ns=now_ns
+                DataForwarded(now_ns=now_ns, packet=packet, prev_hop=prev, next_hop=nh)
             )
         return acts
 
 
 CORE = StaticRouting
-"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+"""The core class: ``nodes.protocols.core_class`` reads its ``EMITS``."""
 
 
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> StaticRouting:

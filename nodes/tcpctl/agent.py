@@ -21,33 +21,32 @@ What it does (Liu & Singh 2001 section III: "a thin layer between TCP and IP ...
   sets or clears ECN marks; builds ICMP Destination Unreachable for the local sender;
 - writes/reads/echoes Route-control marks (route-number and NEW; packets.py says where).
 
-Hooks (subscribe with ``agent.hooks.subscribe(name, fn)``; fn gets keyword arguments and may
-return actions): ``tcp_ack`` (conn, ack, acked_bytes, rc_echo, rc_mark, now_ns),
-``tcp_dupack`` (conn, ack, count, now_ns), ``tcp_unreachable`` (conn, code, seq, now_ns),
-``tcp_segment_sent`` (conn, seq, length, retransmission, now_ns), ``tcp_timeout`` (conn, n_rto,
-info, now_ns; from the kernel's RTO callback, polled every ``poll_ns``), ``tcp_timer`` (key,
-now_ns; an extension's own timer: ``SetTimer(("endpoint", <extension>, ...), t)``).
+Events (``EMITS``, typed like the routing cores' cross-layer events, ``nodes.core.hooks``;
+subscribe with ``agent.hooks.subscribe(TcpAck, fn)`` or the ``TcpControl.on_*`` methods; ``fn``
+gets the event and may return actions): :class:`TcpAck`, :class:`TcpDupack`,
+:class:`TcpUnreachable`, :class:`TcpSegmentSent`, :class:`TcpTimeout` (from the kernel's RTO
+callback, polled every ``poll_ns``), :class:`TcpTimer` (an extension's own timer:
+``SetTimer(("endpoint", <extension>, ...), t)``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
 
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import Action, CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
-from nodes.core.hooks import Hooks
+from nodes.core.hooks import CrossLayerEvent, EventClass, Hooks
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.kernelseam import KernelTcp, NullKernel
 
 log = logging.getLogger(__name__)
 
 ENDPOINT = "endpoint"
-HOOKS = ("tcp_ack", "tcp_dupack", "tcp_unreachable", "tcp_segment_sent", "tcp_timeout", "tcp_timer")
 Restore = Literal["old", "default"]
 
 
@@ -80,6 +79,76 @@ class ConnId:
         a = ".".join(map(str, self.local_ip))
         b = ".".join(map(str, self.remote_ip))
         return f"{a}:{self.local_port}->{b}:{self.remote_port}"
+
+
+RcMark = tuple[int, bool]
+"""Route-control (route number, NEW flag) or echo (rr number, NR)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpAck(CrossLayerEvent):
+    """A new cumulative ACK from the remote end of ``conn`` (``acked_bytes`` newly acknowledged);
+    ``rc_echo``/``rc_mark``: its Route-control echo and mark when ``route_control`` is on."""
+
+    conn: ConnId
+    ack: int
+    acked_bytes: int
+    rc_echo: RcMark | None = None
+    rc_mark: RcMark | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpDupack(CrossLayerEvent):
+    """The ``count``-th duplicate ACK in a row for ``conn``."""
+
+    conn: ConnId
+    ack: int
+    count: int
+    rc_echo: RcMark | None = None
+    rc_mark: RcMark | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpUnreachable(CrossLayerEvent):
+    """An ICMP Destination Unreachable (``code``) quoting ``conn``'s segment ``seq``. A subscriber
+    that returns actions consumes the ICMP (ATCP)."""
+
+    conn: ConnId
+    code: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpSegmentSent(CrossLayerEvent):
+    """The local kernel sent ``length`` bytes at ``seq`` on ``conn`` (``retransmission`` when it
+    had sent them before)."""
+
+    conn: ConnId
+    seq: int
+    length: int
+    retransmission: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpTimeout(CrossLayerEvent):
+    """The kernel's ``n_rto``-th RTO expiration of ``conn``; ``info``: its BPF state."""
+
+    conn: ConnId
+    n_rto: int
+    info: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpTimer(CrossLayerEvent):
+    """An extension's own endpoint timer fired (``SetTimer(("endpoint", <extension>, ...), t)``)."""
+
+    key: Hashable
+
+
+EMITS: frozenset[EventClass] = frozenset(
+    {TcpAck, TcpDupack, TcpUnreachable, TcpSegmentSent, TcpTimeout, TcpTimer}
+)
+"""The events the endpoint agent emits."""
 
 
 class HoldMode(IntEnum):
@@ -168,7 +237,7 @@ class EndpointAgent:
         self.params = params or AgentParams()
         self.kernel: KernelTcp = kernel or NullKernel()
         self.hooks = hooks or Hooks()
-        self.hooks.declare(*HOOKS)
+        self.hooks.declare(*EMITS)
         self.log = logger or log
         self.conns: dict[ConnId, Conn] = {}
         self.route_numbers: dict[bytes, int] = {}
@@ -226,14 +295,11 @@ class EndpointAgent:
                 echoed = P.add_rc_echo(buf, c.rx_mark[0], c.rx_mark[1], self.params.mtu)
                 if echoed is not None:
                     buf = bytearray(echoed)
-        if t.seg_len and self.hooks.has_subscribers("tcp_segment_sent"):
+        if t.seg_len and self.hooks.has_subscribers(TcpSegmentSent):
             out += self.hooks.emit(
-                "tcp_segment_sent",
-                conn=cid,
-                seq=t.seq,
-                length=t.payload_len,
-                retransmission=retrans,
-                now_ns=now_ns,
+                TcpSegmentSent(
+                    now_ns=now_ns, conn=cid, seq=t.seq, length=t.payload_len, retransmission=retrans
+                )
             )
         out.append(ToNetwork(bytes(buf)))
         return out
@@ -245,8 +311,8 @@ class EndpointAgent:
             if du is not None:
                 code, q = du
                 cid = ConnId(q.src, q.sport, q.dst, q.dport)
-                if cid in self.conns and self.hooks.has_subscribers("tcp_unreachable"):
-                    acts = self.hooks.emit("tcp_unreachable", conn=cid, code=code, seq=q.seq, now_ns=now_ns)
+                if cid in self.conns and self.hooks.has_subscribers(TcpUnreachable):
+                    acts = self.hooks.emit(TcpUnreachable(now_ns=now_ns, conn=cid, code=code, seq=q.seq))
                     # A subscriber that handles it (ATCP) returns at least one action; the
                     # ICMP is then consumed, as ATCP's atcp_notify() consumes it.
                     if acts:
@@ -296,7 +362,7 @@ class EndpointAgent:
         if kind == "poll":
             return self._poll(now_ns)
         # any other endpoint timer belongs to an extension (nodes.extensions: ATCP's timers)
-        return self.hooks.emit("tcp_timer", key=key, now_ns=now_ns)
+        return self.hooks.emit(TcpTimer(now_ns=now_ns, key=key))
 
     # ================================================================ primitives (API)
     def hold(self, cid: ConnId, mode: HoldMode, now_ns: int, release_on: ReleaseOn = "never") -> list[Action]:
@@ -496,7 +562,7 @@ class EndpointAgent:
             n = int(st.get("n_rto", 0))
             if n > c.n_rto_seen:
                 c.n_rto_seen = n
-                out += self.hooks.emit("tcp_timeout", conn=cid, n_rto=n, info=st, now_ns=now_ns)
+                out += self.hooks.emit(TcpTimeout(now_ns=now_ns, conn=cid, n_rto=n, info=st))
         if self._polling:
             out.append(SetTimer((ENDPOINT, "poll"), now_ns + self.params.poll_ns))
         return out
@@ -550,22 +616,18 @@ class EndpointAgent:
         c.last_ack_pkt, c.last_window = packet, t.window
         echo = P.read_rc_echo(packet) if self.params.route_control else None
         mark = P.read_rc_mark(packet) if self.params.route_control else None
-        if new_ack and self.hooks.has_subscribers("tcp_ack"):
+        if new_ack and self.hooks.has_subscribers(TcpAck):
             out += self.hooks.emit(
-                "tcp_ack", conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo, rc_mark=mark, now_ns=now_ns
+                TcpAck(now_ns=now_ns, conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo, rc_mark=mark)
             )
         if is_dup:
             c.dupacks += 1
             c.stats["dupacks"] += 1
-            if self.hooks.has_subscribers("tcp_dupack"):
+            if self.hooks.has_subscribers(TcpDupack):
                 out += self.hooks.emit(
-                    "tcp_dupack",
-                    conn=c.id,
-                    ack=t.ack,
-                    count=c.dupacks,
-                    rc_echo=echo,
-                    rc_mark=mark,
-                    now_ns=now_ns,
+                    TcpDupack(
+                        now_ns=now_ns, conn=c.id, ack=t.ack, count=c.dupacks, rc_echo=echo, rc_mark=mark
+                    )
                 )
         h = c.hold
         if h is not None:

@@ -24,11 +24,23 @@ subscribers simply return them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Literal
 
 from nodes.core.events import Action, ToKernel
-from nodes.tcpctl.agent import ConnId, EndpointAgent, HoldMode, ReleaseOn, Restore
+from nodes.core.hooks import Handler
+from nodes.tcpctl.agent import (
+    ConnId,
+    EndpointAgent,
+    HoldMode,
+    ReleaseOn,
+    Restore,
+    TcpAck,
+    TcpDupack,
+    TcpSegmentSent,
+    TcpTimeout,
+    TcpTimer,
+    TcpUnreachable,
+)
 from nodes.tcpctl.kernelseam import Abra, FixedAfterTwo, RtoPolicy, Standard
 
 __all__ = ["Abra", "ConnId", "FixedAfterTwo", "Standard", "TcpControl"]
@@ -156,26 +168,26 @@ class TcpControl:
         return self.agent.bump_route_number(dst)
 
     # ---------------------------------------------------------------- subscriptions
-    def on_ack(self, fn: Callable[..., list[Action] | None]) -> None:
-        self.agent.hooks.subscribe("tcp_ack", fn)
+    def on_ack(self, fn: Handler[TcpAck]) -> None:
+        self.agent.hooks.subscribe(TcpAck, fn)
 
-    def on_dupack(self, fn: Callable[..., list[Action] | None]) -> None:
-        self.agent.hooks.subscribe("tcp_dupack", fn)
+    def on_dupack(self, fn: Handler[TcpDupack]) -> None:
+        self.agent.hooks.subscribe(TcpDupack, fn)
 
-    def on_unreachable(self, fn: Callable[..., list[Action] | None]) -> None:
-        self.agent.hooks.subscribe("tcp_unreachable", fn)
+    def on_unreachable(self, fn: Handler[TcpUnreachable]) -> None:
+        self.agent.hooks.subscribe(TcpUnreachable, fn)
 
-    def on_segment_sent(self, fn: Callable[..., list[Action] | None]) -> None:
-        self.agent.hooks.subscribe("tcp_segment_sent", fn)
+    def on_segment_sent(self, fn: Handler[TcpSegmentSent]) -> None:
+        self.agent.hooks.subscribe(TcpSegmentSent, fn)
 
-    def on_timer(self, fn: Callable[..., list[Action] | None]) -> None:
-        """An extension's own timers: ``SetTimer(("endpoint", <name>, ...), t)`` comes back as
-        ``fn(key=..., now_ns=...)`` (the runtime routes ``("endpoint", ...)`` keys to the agent)."""
-        self.agent.hooks.subscribe("tcp_timer", fn)
+    def on_timer(self, fn: Handler[TcpTimer]) -> None:
+        """An extension's own timers: ``SetTimer(("endpoint", <name>, ...), t)`` comes back as a
+        :class:`TcpTimer` (the runtime routes ``("endpoint", ...)`` keys to the agent)."""
+        self.agent.hooks.subscribe(TcpTimer, fn)
 
-    def on_timeout(self, fn: Callable[..., list[Action] | None], now_ns: int) -> list[Action]:
+    def on_timeout(self, fn: Handler[TcpTimeout], now_ns: int) -> list[Action]:
         """Kernel RTO expirations (BPF_SOCK_OPS_RTO_CB counter, polled); returns the poll timer."""
-        self.agent.hooks.subscribe("tcp_timeout", fn)
+        self.agent.hooks.subscribe(TcpTimeout, fn)
         return self.agent.start_polling(now_ns)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from nodes.core.events import Action, Drop, SetTimer, ToNetwork
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent
+from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent, TcpUnreachable
 from nodes.tcpctl.api import Abra, FixedAfterTwo, Standard, TcpControl, make_endpoint
 
 log = logging.getLogger(__name__)
@@ -271,9 +271,9 @@ class ControlServer:
             return res, []
         if op == "atcp_on_unreachable":
             # ATCP's reaction to Destination Unreachable (Liu & Singh s IV), as the extension will do
-            def on_du(conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
-                ep.events.append({"event": "unreachable", "conn": str(conn), "t_ns": now_ns})
-                return api.atcp_disconnect(conn, now_ns)
+            def on_du(ev: TcpUnreachable) -> list[Action]:
+                ep.events.append({"event": "unreachable", "conn": str(ev.conn), "t_ns": ev.now_ns})
+                return api.atcp_disconnect(ev.conn, ev.now_ns)
 
             api.on_unreachable(on_du)
             return res, []

@@ -144,8 +144,8 @@ def run_fuzz(n: int, seed: int, params: dict[str, Any]) -> AodvRouting:
     rng = random.Random(seed)
     ctx = NodeContext(station=ME, n_stations=N_STATIONS, rng=random.Random(seed + 1), ifq=InterfaceQueue(50))
     proto = create(ctx, {"name": "aodv", "params": params})
-    for hook in proto.HOOKS:
-        ctx.hooks.subscribe(hook, lambda **kw: None)
+    for event in proto.EMITS:
+        ctx.hooks.subscribe(event, lambda ev: None)
     io = _IO()
     rt = NodeRuntime(ctx, proto, io)
     now = 0

@@ -25,7 +25,7 @@ from nodes.core.events import Action
 from nodes.tcpctl import kernel as K
 from nodes.tcpctl import nsutil, observe
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent
+from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, TcpUnreachable
 from nodes.tcpctl.api import Abra, FixedAfterTwo, TcpControl
 from nodes.tcpctl.kernelseam import BpfKernel
 from nodes.tcpctl.minichain import A_IP, B_IP, MiniChain, TunShell
@@ -375,9 +375,9 @@ def test_atcp_destination_unreachable(rig: Rig) -> None:
     conn = rig.data_conn()
     handled: list[float] = []
 
-    def on_du(conn: ConnId, now_ns: int, **_: Any) -> list[Action]:
+    def on_du(ev: TcpUnreachable) -> list[Action]:
         handled.append(rig.now_s())
-        return rig.api.atcp_disconnect(conn, now_ns)
+        return rig.api.atcp_disconnect(ev.conn, ev.now_ns)
 
     rig.api.on_unreachable(on_du)
     time.sleep(3)

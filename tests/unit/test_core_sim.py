@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from nodes.core import ipv4
 from nodes.core.addr import station_ip_bytes
-from nodes.core.events import Action, Frame
+from nodes.core.events import Action
+from nodes.core.hooks import LinkFailure
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import SimNetwork
 from nodes.protocols.static import StaticRouting
@@ -67,11 +66,11 @@ def test_link_down_fires_on_link_failure_hook() -> None:
     net = make_chain(3)
     failures: list[tuple[int, int, int]] = []
 
-    def on_link_failure(frame: Frame, now_ns: int, **_: Any) -> list[Action]:
-        failures.append((2, frame.next_hop, now_ns))
+    def on_link_failure(ev: LinkFailure) -> list[Action]:
+        failures.append((2, ev.next_hop, ev.now_ns))
         return []
 
-    net.nodes[2].ctx.hooks.subscribe("on_link_failure", on_link_failure)
+    net.nodes[2].ctx.hooks.subscribe(LinkFailure, on_link_failure)
     net.link_down(2, 3)
     net.inject(1, packet(1, 3))
     net.run_for(1_000_000_000)

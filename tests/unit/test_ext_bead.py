@@ -10,7 +10,7 @@ from nodes.core.addr import station_ip_bytes
 from nodes.core.sim import SimNetwork
 from nodes.extensions import attach_extensions
 from nodes.extensions.bead import Bead, highest
-from nodes.extensions.epln import ConnInfo, ConnListOption, notifier_of
+from nodes.extensions.epln import ConnInfo, ConnListOption, LossNotifier
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.options import RouteError, parse
@@ -89,7 +89,7 @@ def test_forwarder_retransmits_the_highest_lost_ack_once_and_sets_ack_sent() -> 
         net.inject(4, ack(n))
     net.run_until(3 * NS_PER_S)
     # node 2 dropped both ACKs (no salvage route) and recorded them
-    dl = list(notifier_of(net.nodes[2].ctx).drop_list)
+    dl = list(LossNotifier.of(net.nodes[2].ctx).drop_list)
     assert [(d.ptype, d.seqno) for d in dl] == [("ack", ISS + 2 * MSS), ("ack", ISS + 3 * MSS)]
     (e,) = notifications(net, 2, 3)
     assert (e.ptype, e.lost, e.ack_sent, e.src, e.dst) == ("ack", (ISS + 2 * MSS, ISS + 3 * MSS), False, R, S)
@@ -148,7 +148,7 @@ def test_salvager_without_a_route_notifies_the_receiver_and_a_forwarder_retransm
     net.at(net.now_ns + 2_000_000, lambda: dsr(net, 3).add_route((3, 7, 1), primary=True))
     net.run_until(3 * NS_PER_S)
     assert net.nodes[2].ctx.counters.extra["salvaged"] == 1
-    assert [d.seqno for d in notifier_of(net.nodes[5].ctx).drop_list] == [ISS + 2 * MSS]
+    assert [d.seqno for d in LossNotifier.of(net.nodes[5].ctx).drop_list] == [ISS + 2 * MSS]
     (e2,) = notifications(net, 5, 2)
     assert e2.ptype == "ack" and not e2.ack_sent
     assert beads[2].counters["notified_receiver"] == 1 and beads[2].retransmitted == []

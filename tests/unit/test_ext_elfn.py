@@ -10,12 +10,16 @@ import pytest
 
 from nodes.core import NS_PER_MS, NS_PER_S
 from nodes.core.addr import station_ip_bytes, station_ip_int
+from nodes.core.events import Frame
+from nodes.core.hooks import LinkFailure
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import SimNetwork
 from nodes.extensions import attach_extensions
 from nodes.extensions.elfn import OPT_ELFN, Elfn, ElfnEntry, ElfnOption, ElfnState, IllegalTransition
+from nodes.protocols.aodv.events import AodvRouteErrorReceived
 from nodes.protocols.aodv.messages import Rerr
 from nodes.protocols.dsr import create
+from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import DsrOption, RawOption, RouteError, decode_options, parse
 from nodes.tcpctl import packets as P
@@ -81,7 +85,10 @@ def test_router_without_the_decoder_keeps_the_option() -> None:
 
 
 def dsr_chain(
-    n: int, links: list[tuple[int, int]], restore: str = "old", prime: tuple[ConnId, ...] = (CONN,),
+    n: int,
+    links: list[tuple[int, int]],
+    restore: str = "old",
+    prime: tuple[ConnId, ...] = (CONN,),
     params: dict[str, object] | None = None,
 ) -> tuple[SimNetwork, list[Elfn], list[FakeKernel]]:
     """A DSR chain with ELFN at every station; each ``prime`` connection sends its SYN at t = 0,
@@ -95,7 +102,9 @@ def dsr_chain(
         node.runtime.endpoint = agent
         node.ctx.endpoint = TcpControl(agent)
         (ext,) = attach_extensions(
-            node.ctx, node.runtime.protocol, [{"name": "elfn", "params": {"restore": restore, **(params or {})}}]
+            node.ctx,
+            node.runtime.protocol,
+            [{"name": "elfn", "params": {"restore": restore, **(params or {})}}],
         )
         assert isinstance(ext, Elfn)
         exts.append(ext)
@@ -241,7 +250,16 @@ def test_route_error_with_elfn_for_other_stations_is_ignored() -> None:
     net.inject(1, data(0))
     net.run_until(NS_PER_S)
     other = ElfnOption((ElfnEntry(station_ip_bytes(2), R, 40000, 5201, ISS),))
-    acts = exts[0].on_route_error_received(following=[other], for_me=True, now_ns=net.now_ns)
+    acts = exts[0].on_route_error_received(
+        DsrRouteErrorReceived(
+            now_ns=net.now_ns,
+            rerr=RouteError(2, 1, unreachable=3),
+            following=(other,),
+            packet=b"",
+            for_me=True,
+            overheard=False,
+        )
+    )
     assert acts == [] and exts[0].state_of(CONN) == ElfnState.ACTIVE
 
 
@@ -250,7 +268,16 @@ def test_route_error_sent_lists_each_connection_once_with_its_first_segment() ->
     c2 = ConnId(S, 40001, R, 5201)
     pkts = [add_source_route(p, [2, 3]) for p in (data(5), data(6), data(2, c2), ack(3))]
     extra: list[DsrOption] = []
-    exts[1].on_route_error_sent(dst=1, extra_options=extra, packets=pkts, now_ns=0)
+    exts[1].on_route_error_sent(
+        DsrRouteErrorSent(
+            now_ns=0,
+            rerr=RouteError(2, 1, unreachable=3),
+            dst=1,
+            extra_options=extra,
+            packets=tuple(pkts),
+            link=(2, 3),
+        )
+    )
     assert extra == [
         ElfnOption((ElfnEntry(S, R, 40000, 5201, ISS + 5 * MSS), ElfnEntry(S, R, 40001, 5201, ISS + 2 * MSS)))
     ]
@@ -277,8 +304,16 @@ def test_aodv_route_error_freezes_connections_to_unreachable_destinations() -> N
     c5 = ConnId(S, 40001, station_ip_bytes(5), 5201)
     for c in (CONN, c5):
         agent.on_outbound(data(0, c), 0)
-    acts = ext.on_aodv_route_error(rerr=Rerr(((station_ip_int(4), 7),)), prev_hop=2, now_ns=10 * NS_PER_MS)
+    # a RERR naming destination 4 freezes the connection to 4 only (any station, AODV's own event)
+    rerr = Rerr(((station_ip_int(4), 7),))
+    acts = ctx.hooks.emit(AodvRouteErrorReceived(now_ns=10 * NS_PER_MS, rerr=rerr, prev_hop=2))
     assert acts and ext.state_of(CONN) == ElfnState.FROZEN and ext.state_of(c5) == ElfnState.ACTIVE
-    ext.on_aodv_link_failure(next_hop=2, frame=None, destinations=[5], now_ns=20 * NS_PER_MS)
+    # the sender's own link breaks under a segment of the connection to 5 (the shared LinkFailure,
+    # as DSR emits it): that connection freezes, the probe at the segment
+    seg = data(3, c5)
+    frame = Frame(seg, 2)
+    ctx.hooks.emit(LinkFailure(now_ns=20 * NS_PER_MS, next_hop=2, frame=frame, queued=(), packets=(seg,)))
     assert ext.state_of(c5) == ElfnState.FROZEN
     assert ext.conns[c5].freezes == [20 * NS_PER_MS]
+    hold = agent.conns[c5].hold
+    assert hold is not None and hold.thaw_seqno == ISS + 3 * MSS

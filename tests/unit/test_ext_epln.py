@@ -16,6 +16,7 @@ from nodes.extensions import attach_extensions
 from nodes.extensions.epln import ConnInfo, ConnListOption, Epln
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.events import DsrRouteErrorReceived
 from nodes.protocols.dsr.options import DsrOption, RouteError, parse
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId, EndpointAgent
@@ -26,6 +27,15 @@ S, R = station_ip_bytes(1), station_ip_bytes(4)
 CONN = ConnId(S, 40000, R, 5201)
 MSS = 500
 ISS, IRS = 1_000_000, 5_000_000
+
+
+def received(
+    rerr: RouteError, following: list[DsrOption], now_ns: int, *, for_me: bool = True
+) -> DsrRouteErrorReceived:
+    """The event DSR emits for a ROUTE ERROR ``rerr`` followed by ``following``."""
+    return DsrRouteErrorReceived(
+        now_ns=now_ns, rerr=rerr, following=tuple(following), packet=b"", for_me=for_me, overheard=False
+    )
 
 
 def seq(i: int) -> int:
@@ -181,7 +191,7 @@ def test_algorithm_2_table(
     ext = epln(att, 1)
     e = ConnInfo(S, R, 40000, 5201, "data", tuple((seq(i), lost) for i, lost in notices))
     acts = ext.on_route_error_received(
-        rerr=RouteError(2, 1, unreachable=3), following=[ConnListOption((e,))], for_me=True, now_ns=net.now_ns
+        received(RouteError(2, 1, unreachable=3), [ConnListOption((e,))], net.now_ns)
     )
     rex, thaw, lost = expect
     assert [x.retransmitted for x in ext.decisions] == rex
@@ -202,19 +212,17 @@ def test_notification_for_another_station_or_nested_is_not_used() -> None:
     ext3 = epln(att, 3)
     assert (
         ext3.on_route_error_received(
-            rerr=RouteError(2, 3, unreachable=9),
-            following=[RouteError(4, 3, unreachable=5), ConnListOption((e,))],
-            for_me=True,
-            now_ns=net.now_ns,
+            received(
+                RouteError(2, 3, unreachable=9),
+                [RouteError(4, 3, unreachable=5), ConnListOption((e,))],
+                net.now_ns,
+            )
         )
         == []
     )  # nested (num_route_error > 1): DSR re-sends it, EPLN does not relay
     assert (
         epln(att, 1).on_route_error_received(
-            rerr=RouteError(2, 1, unreachable=3),
-            following=[ConnListOption((e,))],
-            for_me=False,
-            now_ns=net.now_ns,
+            received(RouteError(2, 1, unreachable=3), [ConnListOption((e,))], net.now_ns, for_me=False)
         )
         == []
     )

@@ -352,9 +352,9 @@ def test_far_end_raises_power_when_it_predicts_the_link_beyond_range() -> None:
     # the far end's frames are now taken as sent at high power too (no P_t in our frames)
     pr = rx_power_w(260.0, P, power_for_range_w(275.0, P))
     proto.on_event(FromAir(udp(3, 2), 3, 2, rssi_dbm=w_to_dbm(pr)), 200 * NS_PER_MS)
-    from nodes.extensions.neighbour_table import KlemmStation, klemm_station
+    from nodes.extensions.neighbour_table import KlemmStation
 
-    st: KlemmStation = klemm_station(proto, proto.ctx, None)
+    st: KlemmStation = KlemmStation.of(proto.ctx, None)
     assert st.table.entries[3].d2_m == pytest.approx(260.0)
 
 

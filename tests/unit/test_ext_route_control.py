@@ -27,8 +27,9 @@ from nodes.extensions.route_control import (
     table_i,
 )
 from nodes.protocols.aodv import create as aodv_create
+from nodes.protocols.aodv.events import AodvIpForward
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId
+from nodes.tcpctl.agent import ConnId, TcpAck, TcpDupack, TcpSegmentSent
 
 S, D = station_ip_bytes(1), station_ip_bytes(4)
 CONN = ConnId(S, 40000, D, 5201)
@@ -79,20 +80,22 @@ def test_forwarding_station_sets_new_in_the_ip_id() -> None:
     ctx = NodeContext(2, 4, random.Random(1))
     rc = RouteControl(ctx, RouteControlParams(), None)
     a = bytearray(seg(5, False))
-    rc.on_data_forward(a, 1, 3, 0)
+    rc.on_data_forward(AodvIpForward(now_ns=0, packet=a, prev_hop=1, next_hop=3))
     assert bytes(a) == seg(5, False)
     b = bytearray(seg(5, False, 1100))
-    rc.on_data_forward(b, 1, 7, NS_PER_MS)  # the next hop changed
+    rc.on_data_forward(
+        AodvIpForward(now_ns=NS_PER_MS, packet=b, prev_hop=1, next_hop=7)
+    )  # the next hop changed
     assert P.read_rc_mark(b) == (5, True) and header_checksum_ok(b)
     assert bytes(b[20:]) == seg(5, False, 1100)[20:]
     c = bytearray(seg(6, False, 1200))  # the sender incremented the route-number (S3)
-    rc.on_data_forward(c, 1, 7, 2 * NS_PER_MS)
+    rc.on_data_forward(AodvIpForward(now_ns=2 * NS_PER_MS, packet=c, prev_hop=1, next_hop=7))
     assert P.read_rc_mark(c) == (6, False)
     assert ctx.counters.extra["rc_new_set"] == 1
     assert ctx.counters.extra["rc_table_I2-c"] == 1 and ctx.counters.extra["rc_table_I2-b"] == 1
     # non-TCP and non-atomic packets are left alone
     frag = bytearray(P.build_tcp(S, D, 1, 2, 0, 0, P.ACK, 1, b"", b"y", ip_id=5, df=False))
-    rc.on_data_forward(frag, 1, 9, 3 * NS_PER_MS)
+    rc.on_data_forward(AodvIpForward(now_ns=3 * NS_PER_MS, packet=frag, prev_hop=1, next_hop=9))
     assert P.read_rc_mark(frag) is None
 
 
@@ -176,30 +179,61 @@ def sender() -> tuple[RouteControl, FakeApi]:
 def test_single_valid_dupack_retransmits_once() -> None:
     rc, api = sender()
     for k in range(4):
-        rc.on_segment_sent(CONN, 1000 + 100 * k, 100, False, k * NS_PER_MS)
-    acts = rc.on_dupack(CONN, 1100, 1, (0, False), (0, False), 5 * NS_PER_MS)
+        rc.on_segment_sent(
+            TcpSegmentSent(
+                now_ns=k * NS_PER_MS, conn=CONN, seq=1000 + 100 * k, length=100, retransmission=False
+            )
+        )
+    acts = rc.on_dupack(
+        TcpDupack(now_ns=5 * NS_PER_MS, conn=CONN, ack=1100, count=1, rc_echo=(0, False), rc_mark=(0, False))
+    )
     assert acts == [ToNetwork(b"rexmt")] and api.retransmitted == [1100]
-    assert rc.on_dupack(CONN, 1100, 2, (0, False), (0, False), 6 * NS_PER_MS) == []  # once per hole
+    assert (
+        rc.on_dupack(
+            TcpDupack(
+                now_ns=6 * NS_PER_MS, conn=CONN, ack=1100, count=2, rc_echo=(0, False), rc_mark=(0, False)
+            )
+        )
+        == []
+    )  # once per hole
     assert rc.ctx.counters.extra["rc_fast_retransmits"] == 1
 
 
 def test_dupack_after_a_route_change_waits() -> None:
     rc, api = sender()
     for k in range(4):
-        rc.on_segment_sent(CONN, 1000 + 100 * k, 100, False, k * NS_PER_MS)
-    assert rc.on_dupack(CONN, 1100, 1, (0, True), None, 5 * NS_PER_MS) == []  # NR=1: new route
+        rc.on_segment_sent(
+            TcpSegmentSent(
+                now_ns=k * NS_PER_MS, conn=CONN, seq=1000 + 100 * k, length=100, retransmission=False
+            )
+        )
+    assert (
+        rc.on_dupack(
+            TcpDupack(now_ns=5 * NS_PER_MS, conn=CONN, ack=1100, count=1, rc_echo=(0, True), rc_mark=None)
+        )
+        == []
+    )  # NR=1: new route
     assert api.numbers[D] == 1  # S3: route-number incremented on RR-number = s_d and NR = 1
-    rc.on_segment_sent(CONN, 1400, 100, False, 7 * NS_PER_MS)  # i on route-number 1, j on 0
-    assert rc.on_dupack(CONN, 1100, 2, (1, False), None, 8 * NS_PER_MS) == []  # (c) fails
+    rc.on_segment_sent(
+        TcpSegmentSent(now_ns=7 * NS_PER_MS, conn=CONN, seq=1400, length=100, retransmission=False)
+    )  # i on route-number 1, j on 0
+    assert (
+        rc.on_dupack(
+            TcpDupack(now_ns=8 * NS_PER_MS, conn=CONN, ack=1100, count=2, rc_echo=(1, False), rc_mark=None)
+        )
+        == []
+    )  # (c) fails
     assert api.retransmitted == [] and rc.ctx.counters.extra["rc_dupack_not_valid"] == 2
 
 
 def test_s3_needs_the_current_route_number() -> None:
     rc, api = sender()
-    rc.on_ack(CONN, 1100, 100, (0, True), None, 0)
-    rc.on_ack(CONN, 1200, 100, (0, True), None, 1)  # a second ACK for the old number: no bump
+    rc.on_ack(TcpAck(now_ns=0, conn=CONN, ack=1100, acked_bytes=100, rc_echo=(0, True)))
+    rc.on_ack(
+        TcpAck(now_ns=1, conn=CONN, ack=1200, acked_bytes=100, rc_echo=(0, True))
+    )  # a second ACK for the old number: no bump
     assert api.numbers[D] == 1
-    rc.on_ack(CONN, 1300, 100, (1, False), None, 2)
+    rc.on_ack(TcpAck(now_ns=2, conn=CONN, ack=1300, acked_bytes=100, rc_echo=(1, False)))
     assert api.numbers[D] == 1
 
 

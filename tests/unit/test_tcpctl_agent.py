@@ -10,7 +10,7 @@ import pytest
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, HoldMode
+from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, HoldMode, TcpAck, TcpDupack
 from nodes.tcpctl.api import TcpControl
 from nodes.tcpctl.kernelseam import Abra, FakeKernel, FixedAfterTwo
 
@@ -85,7 +85,7 @@ def test_retransmit_sends_the_copy(agent: EndpointAgent) -> None:
 
 def test_dupacks_counted_and_third_withheld(agent: EndpointAgent) -> None:
     seen: list[int] = []
-    agent.hooks.subscribe("tcp_dupack", lambda **kw: seen.append(kw["count"]))
+    agent.hooks.subscribe(TcpDupack, lambda ev: seen.append(ev.count))
     agent.set_withhold_dupacks(CID, {3})
     agent.on_inbound(ack(1), 0)
     out = [agent.on_inbound(ack(1), i) for i in range(1, 5)]
@@ -200,7 +200,7 @@ def test_epln_melt_retransmits_lost_pkt(agent: EndpointAgent, kern: FakeKernel) 
 
 def test_atcp_disconnect_on_unreachable(agent: EndpointAgent, kern: FakeKernel) -> None:
     api = TcpControl(agent)
-    api.on_unreachable(lambda conn, now_ns, **_: api.atcp_disconnect(conn, now_ns))
+    api.on_unreachable(lambda ev: api.atcp_disconnect(ev.conn, ev.now_ns))
     icmp = P.icmp_dest_unreachable(data(4), bytes([10, 0, 0, 2]))
     out = agent.on_inbound(icmp, 5)
     assert kinds(out) == ["ToKernel", "ToKernel", "Drop"]  # zero-window ACK, nudge, ICMP consumed
@@ -240,7 +240,7 @@ def test_route_control_marks_and_echo(kern: FakeKernel) -> None:
     (echoed,) = rcv.on_outbound(ack(1), 2)
     assert P.read_rc_echo(echoed.packet) == (1, True)  # type: ignore[union-attr]
     got: list[Any] = []
-    snd.hooks.subscribe("tcp_ack", lambda **kw: got.append((kw["rc_echo"], kw["rc_mark"])))
+    snd.hooks.subscribe(TcpAck, lambda ev: got.append((ev.rc_echo, ev.rc_mark)))
     snd.on_inbound(echoed.packet, 3)  # type: ignore[union-attr]
     assert got == [((1, True), (0, False))]
 
@@ -248,7 +248,7 @@ def test_route_control_marks_and_echo(kern: FakeKernel) -> None:
 def test_timeouts_polled_from_the_kernel(agent: EndpointAgent, kern: FakeKernel) -> None:
     api = TcpControl(agent)
     seen: list[int] = []
-    first = api.on_timeout(lambda **kw: seen.append(kw["n_rto"]), 0)
+    first = api.on_timeout(lambda ev: seen.append(ev.n_rto), 0)
     assert first == [SetTimer(("endpoint", "poll"), 100 * NS_PER_MS)]
     kern.states[CID] = {"n_rto": 2}
     out = agent.on_timer(("endpoint", "poll"), 100 * NS_PER_MS)

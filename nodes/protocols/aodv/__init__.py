@@ -11,9 +11,10 @@ from typing import Any
 
 from nodes.core.protocol import NodeContext, params_from_dict
 
+from .events import RrepDecision, RreqDecision
 from .messages import AODV_PORT, MalformedMessage, MsgType, Rerr, Rrep, RrepAck, Rreq, decode
 from .params import AodvParams
-from .protocol import TIMER, AodvRouting, RrepDecision, RreqDecision
+from .protocol import TIMER, AodvRouting
 from .route_table import TRANSITIONS, IllegalTransition, RouteEntry, RouteState, RoutingTable
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
 
 
 CORE = AodvRouting
-"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+"""The core class: ``nodes.protocols.core_class`` reads its ``EMITS``."""
 
 
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> AodvRouting:

@@ -1,7 +1,7 @@
 """The neighbour table: who was heard when, at what signal strength, and the RREQ blacklist.
 
 Every received frame updates its sender's entry (last heard, RSSI, SNR): this is what Klemm
-2004's neighbour table is built from (the ``on_neighbour_signal`` hook carries the same samples).
+2004's neighbour table is built from (the ``NeighbourSignal`` event carries the same samples).
 HELLO bookkeeping follows RFC 3561 section 6.9: "If, within the past DELETE_PERIOD, it has
 received a Hello message from a neighbor, and then for that neighbor does not receive any
 packets (Hello messages or otherwise) for more than ALLOWED_HELLO_LOSS * HELLO_INTERVAL

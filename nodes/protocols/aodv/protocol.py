@@ -12,48 +12,21 @@ IPv4/UDP port 654 packets built and parsed with ``struct`` (``wire``, ``messages
 come from the MAC's per-frame TX status (``TxStatus(ok=False)``: link-layer feedback); HELLO
 messages are available (``enable_hello``) but off by default.
 
-Hooks (``HOOKS``; keyword arguments; a subscriber may return actions):
-
-``on_link_failure(next_hop, frame, destinations, now_ns)``
-    a link to ``next_hop`` broke; ``frame`` is the frame whose transmission failed (None when a
-    HELLO timeout detected it); ``destinations`` the station ids whose routes used the link.
-``on_route_state_change(dst, old, new, now_ns)``
-    a route changed state (``RouteState``; ``old=None``: created, ``new=None``: deleted).
-``on_ip_forward(packet, prev_hop, next_hop, now_ns)``
-    a data packet is about to be sent to ``next_hop``; ``prev_hop`` is the neighbour it came from
-    (None when this station originated it). ``packet`` is a ``bytearray``: a subscriber may modify
-    it in place (also its length, by slice assignment; it must then fix the IP header, e.g. with
-    ``nodes.core.ipv4.set_header_checksum``); what is in it after all subscribers ran is sent.
-``on_neighbour_signal(neighbour, rssi_dbm, snr_db, now_ns)``
-    every received frame (also overheard ones), with its signal.
-``on_mac_outcome(frame, ok, rts_attempts, data_attempts, now_ns)``
-    every TX status from the MAC.
-``on_tx_failure(frame, rts_attempts, data_attempts, decision, now_ns)``
-    a unicast frame failed, before the core treats it as a link break. ``decision``
-    (``TxFailureDecision``) is mutable: ``link_break=False`` keeps the link (the subscriber took
-    the frame over, e.g. Klemm's Persistent MAC or Reactive LM sending it again).
-``on_route_request(rreq, prev_hop, decision, now_ns)``
-    a new (not duplicate) RREQ arrived. ``decision`` (``RreqDecision``) is mutable: set
-    ``accept=False`` to ignore the RREQ entirely (no reverse route, no rebroadcast), ``reply=False``
-    to make an intermediate node rebroadcast instead of answering from its route (Klemm's GDWN),
-    ``forward=False`` not to rebroadcast. The destination itself always answers.
-``on_route_reply(rrep, prev_hop, decision, now_ns)``
-    a RREP (not a HELLO) arrived; ``decision.accept=False`` ignores it.
-``on_route_error(rerr, prev_hop, now_ns)``
-    a RERR arrived. A RERR with the 'G' (going down, Klemm 2004) flag is not an error: the core
-    passes it to the subscribers only and changes no route.
-``on_local_deliver(packet, prev_hop, now_ns)``
-    a data packet for this station arrived from ``prev_hop``.
-``on_packet_dropped(packet, reason, now_ns)``
-    the core dropped a data packet.
+Cross-layer events (``EMITS``; docs/aodv.md "Events"; a subscriber may return actions): the
+shared ``LinkFailure`` (``frame`` None when a HELLO timeout found the break; ``queued``: the
+interface-queue frames to that next hop, taken out), ``PacketDropped``, ``LocalDelivery``,
+``DataForwarded``, ``RouteDiscoveryStarted``, ``NeighbourSignal`` (every received frame),
+``MacOutcome`` (every TX status) and ``TxFailure`` (a failed unicast before it is a link break;
+``decision.link_break=False`` keeps the link), and AODV's own (``events``): RERR, RREQ and RREP
+received (the last two with a mutable decision), route state changes, and ``AodvIpForward``
+(the outgoing data packet, editable in place).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from nodes.core import ipv4
 from nodes.core.addr import BROADCAST, ip_to_station, station_ip_int
@@ -73,9 +46,30 @@ from nodes.core.events import (
     Timer,
     TxStatus,
 )
+from nodes.core.hooks import (
+    DataForwarded,
+    EventClass,
+    LinkFailure,
+    LocalDelivery,
+    MacOutcome,
+    NeighbourSignal,
+    PacketDropped,
+    RouteDiscoveryStarted,
+    TxFailure,
+    TxFailureDecision,
+)
 from nodes.core.protocol import NodeContext, RoutingProtocol
 
 from . import wire
+from .events import (
+    AodvIpForward,
+    AodvRouteErrorReceived,
+    AodvRouteReply,
+    AodvRouteRequest,
+    AodvRouteStateChange,
+    RrepDecision,
+    RreqDecision,
+)
 from .id_cache import IdCache
 from .messages import MalformedMessage, Message, Rerr, Rrep, RrepAck, Rreq, decode, type_name
 from .neighbours import NeighbourTable
@@ -90,42 +84,23 @@ TIMER = "aodv"
 """First element of every timer key this core sets."""
 
 
-@dataclass(slots=True)
-class RreqDecision:
-    """What the node does with a RREQ; ``on_route_request`` subscribers may clear the flags."""
-
-    reply: bool
-    accept: bool = True
-    forward: bool = True
-
-
-@dataclass(slots=True)
-class RrepDecision:
-    accept: bool = True
-
-
-@dataclass(slots=True)
-class TxFailureDecision:
-    """What the core does with a failed unicast; ``on_tx_failure`` subscribers may clear it."""
-
-    link_break: bool = True
-
-
 class AodvRouting(RoutingProtocol):
     name = "aodv"
-    HOOKS = frozenset(
+    EMITS: ClassVar[frozenset[EventClass]] = frozenset(
         {
-            "on_link_failure",
-            "on_route_state_change",
-            "on_ip_forward",
-            "on_neighbour_signal",
-            "on_mac_outcome",
-            "on_tx_failure",
-            "on_route_request",
-            "on_route_reply",
-            "on_route_error",
-            "on_local_deliver",
-            "on_packet_dropped",
+            LinkFailure,
+            PacketDropped,
+            LocalDelivery,
+            DataForwarded,
+            RouteDiscoveryStarted,
+            NeighbourSignal,
+            MacOutcome,
+            TxFailure,
+            AodvRouteErrorReceived,
+            AodvRouteRequest,
+            AodvRouteReply,
+            AodvRouteStateChange,
+            AodvIpForward,
         }
     )
 
@@ -187,9 +162,9 @@ class AodvRouting(RoutingProtocol):
         self.neighbours.heard(ev.src, now, ev.rssi_dbm, ev.snr_db)
         acts: list[Action] = []
         hooks = self.ctx.hooks
-        if hooks.has_subscribers("on_neighbour_signal"):
+        if hooks.has_subscribers(NeighbourSignal):
             acts += hooks.emit(
-                "on_neighbour_signal", neighbour=ev.src, rssi_dbm=ev.rssi_dbm, snr_db=ev.snr_db, now_ns=now
+                NeighbourSignal(now_ns=now, neighbour=ev.src, rssi_dbm=ev.rssi_dbm, snr_db=ev.snr_db)
             )
         if ev.overheard:
             return acts
@@ -223,31 +198,35 @@ class AodvRouting(RoutingProtocol):
             return self._send_data(packet, e, None, False, now)
         acts = self._buffer(dst, packet, None, False, now)
         if e is None or e.state is not RouteState.REPAIRING:
+            if dst not in self.requests and self.ctx.hooks.has_subscribers(RouteDiscoveryStarted):
+                acts += self.ctx.hooks.emit(RouteDiscoveryStarted(now_ns=now, dst=dst, packet=packet))
             acts += self._start_discovery(dst, now)
         return acts
 
     def _on_tx_status(self, ev: TxStatus, now: int) -> list[Action]:
         acts: list[Action] = []
         hooks = self.ctx.hooks
-        if hooks.has_subscribers("on_mac_outcome"):
+        if hooks.has_subscribers(MacOutcome):
             acts += hooks.emit(
-                "on_mac_outcome",
-                frame=ev.frame,
-                ok=ev.ok,
-                rts_attempts=ev.rts_attempts,
-                data_attempts=ev.data_attempts,
-                now_ns=now,
+                MacOutcome(
+                    now_ns=now,
+                    frame=ev.frame,
+                    ok=ev.ok,
+                    rts_attempts=ev.rts_attempts,
+                    data_attempts=ev.data_attempts,
+                )
             )
         if not ev.ok and ev.frame.next_hop != BROADCAST:
             decision = TxFailureDecision()
-            if hooks.has_subscribers("on_tx_failure"):
+            if hooks.has_subscribers(TxFailure):
                 acts += hooks.emit(
-                    "on_tx_failure",
-                    frame=ev.frame,
-                    rts_attempts=ev.rts_attempts,
-                    data_attempts=ev.data_attempts,
-                    decision=decision,
-                    now_ns=now,
+                    TxFailure(
+                        now_ns=now,
+                        frame=ev.frame,
+                        rts_attempts=ev.rts_attempts,
+                        data_attempts=ev.data_attempts,
+                        decision=decision,
+                    )
                 )
             if decision.link_break and ev.frame.control and not self.p.control_failure_breaks_link:
                 # ns-2 aodv.cc rt_ll_failed: "Non-data packets and Broadcast Packets can be
@@ -274,9 +253,9 @@ class AodvRouting(RoutingProtocol):
 
     def _on_ifq_drop(self, ev: IfqDrop, now: int) -> list[Action]:
         hooks = self.ctx.hooks
-        if ev.frame.control or not hooks.has_subscribers("on_packet_dropped"):
+        if ev.frame.control or not hooks.has_subscribers(PacketDropped):
             return []
-        return hooks.emit("on_packet_dropped", packet=ev.frame.packet, reason="ifq_full", now_ns=now)
+        return hooks.emit(PacketDropped(now_ns=now, packet=ev.frame.packet, reason="ifq_full"))
 
     # ================================================================ data path
     def _on_data_from_air(self, packet: bytes, prev: int, now: int) -> list[Action]:
@@ -292,8 +271,8 @@ class AodvRouting(RoutingProtocol):
                 self.table.refresh(src, now, art)
             self.table.refresh(prev, now, art)
             acts: list[Action] = [DeliverLocal(packet)]
-            if self.ctx.hooks.has_subscribers("on_local_deliver"):
-                acts += self.ctx.hooks.emit("on_local_deliver", packet=packet, prev_hop=prev, now_ns=now)
+            if self.ctx.hooks.has_subscribers(LocalDelivery):
+                acts += self.ctx.hooks.emit(LocalDelivery(now_ns=now, packet=packet, prev_hop=prev))
             return acts
         e = self.table.lookup(dst, now)
         if e is not None and e.usable:
@@ -340,11 +319,13 @@ class AodvRouting(RoutingProtocol):
         nh = e.next_hop
         hooks = self.ctx.hooks
         extra: list[Action] = []
-        if hooks.has_subscribers("on_ip_forward"):
+        if hooks.has_subscribers(AodvIpForward):
             if buf is None:
                 buf = bytearray(packet)
-            extra = hooks.emit("on_ip_forward", packet=buf, prev_hop=prev, next_hop=nh, now_ns=now)
+            extra = hooks.emit(AodvIpForward(now_ns=now, packet=buf, prev_hop=prev, next_hop=nh))
         out = packet if buf is None else bytes(buf)
+        if prev is not None and hooks.has_subscribers(DataForwarded):
+            extra += hooks.emit(DataForwarded(now_ns=now, packet=out, prev_hop=prev, next_hop=nh))
         return [Send(Frame(out, nh, meta={"prev_hop": prev}))] + extra
 
     def _buffer(self, dst: int, packet: bytes, prev: int | None, ttl_done: bool, now: int) -> list[Action]:
@@ -370,8 +351,8 @@ class AodvRouting(RoutingProtocol):
 
     def _drop(self, packet: bytes, reason: str, now: int) -> list[Action]:
         acts: list[Action] = [Drop(packet, reason)]
-        if self.ctx.hooks.has_subscribers("on_packet_dropped"):
-            acts += self.ctx.hooks.emit("on_packet_dropped", packet=packet, reason=reason, now_ns=now)
+        if self.ctx.hooks.has_subscribers(PacketDropped):
+            acts += self.ctx.hooks.emit(PacketDropped(now_ns=now, packet=packet, reason=reason))
         return acts
 
     # ================================================================ route discovery (6.3, 6.4)
@@ -538,9 +519,9 @@ class AodvRouting(RoutingProtocol):
             and (m.unknown_seq_no or seq_ge(fwd.dest_seq_no, m.dest_seq_no))
         )
         decision = RreqDecision(reply=can_reply)
-        if self.ctx.hooks.has_subscribers("on_route_request"):
+        if self.ctx.hooks.has_subscribers(AodvRouteRequest):
             acts += self.ctx.hooks.emit(
-                "on_route_request", rreq=m, prev_hop=prev, decision=decision, now_ns=now
+                AodvRouteRequest(now_ns=now, rreq=m, prev_hop=prev, decision=decision)
             )
         if not decision.accept:
             return acts + [Drop(packet, "aodv_rreq_vetoed")]
@@ -659,10 +640,8 @@ class AodvRouting(RoutingProtocol):
             return self._bad_address(packet)
         acts: list[Action] = []
         decision = RrepDecision()
-        if self.ctx.hooks.has_subscribers("on_route_reply"):
-            acts += self.ctx.hooks.emit(
-                "on_route_reply", rrep=m, prev_hop=prev, decision=decision, now_ns=now
-            )
+        if self.ctx.hooks.has_subscribers(AodvRouteReply):
+            acts += self.ctx.hooks.emit(AodvRouteReply(now_ns=now, rrep=m, prev_hop=prev, decision=decision))
         if not decision.accept:
             return acts + [Drop(packet, "aodv_rrep_vetoed")]
         acts += self._update_neighbour_route(prev, now)
@@ -800,16 +779,19 @@ class AodvRouting(RoutingProtocol):
                 e.precursors.clear()
         self.ctx.counters.extra["aodv_link_breaks"] += 1
         acts: list[Action] = []
-        if self.ctx.hooks.has_subscribers("on_link_failure"):
+        queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
+        frames = ([frame] if frame is not None else []) + queued
+        if self.ctx.hooks.has_subscribers(LinkFailure):
             acts += self.ctx.hooks.emit(
-                "on_link_failure",
-                next_hop=nh,
-                frame=frame,
-                destinations=[e.dst for e in affected],
-                now_ns=now,
+                LinkFailure(
+                    now_ns=now,
+                    next_hop=nh,
+                    frame=frame,
+                    queued=tuple(queued),
+                    packets=tuple(f.packet for f in frames if not f.control),
+                )
             )
         acts += self._send_rerr(unreachable, recipients, now)
-        frames = ([frame] if frame is not None else []) + self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
         restart: set[int] = set()
         for f in frames:
             acts += self._after_break(f, repair_dst, restart, now)
@@ -891,8 +873,8 @@ class AodvRouting(RoutingProtocol):
 
     def _recv_rerr(self, m: Rerr, prev: int, now: int) -> list[Action]:
         acts: list[Action] = []
-        if self.ctx.hooks.has_subscribers("on_route_error"):
-            acts += self.ctx.hooks.emit("on_route_error", rerr=m, prev_hop=prev, now_ns=now)
+        if self.ctx.hooks.has_subscribers(AodvRouteErrorReceived):
+            acts += self.ctx.hooks.emit(AodvRouteErrorReceived(now_ns=now, rerr=m, prev_hop=prev))
         if m.going_down:
             return acts  # Klemm's GDWN notice: for the extension that sent it, not an error
         # Section 6.11 case (iii): "the list should consist of those destinations in the RERR for
@@ -1003,8 +985,8 @@ class AodvRouting(RoutingProtocol):
         hooks = self.ctx.hooks
         for _ in range(16):  # subscribers may change states again; bounded
             changes = self.table.drain_changes()
-            if not changes or not hooks.has_subscribers("on_route_state_change"):
+            if not changes or not hooks.has_subscribers(AodvRouteStateChange):
                 break
             for dst, old, new in changes:
-                acts += hooks.emit("on_route_state_change", dst=dst, old=old, new=new, now_ns=now)
+                acts += hooks.emit(AodvRouteStateChange(now_ns=now, dst=dst, old=old, new=new))
         return acts

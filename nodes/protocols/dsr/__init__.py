@@ -18,7 +18,7 @@ __all__ = ["DsrParams", "DsrRouting", "create"]
 
 
 CORE = DsrRouting
-"""The core class: ``nodes.protocols.core_class`` reads its ``HOOKS``."""
+"""The core class: ``nodes.protocols.core_class`` reads its ``EMITS``."""
 
 
 def create(ctx: NodeContext, config: Mapping[str, Any]) -> DsrRouting:

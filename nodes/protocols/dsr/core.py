@@ -13,7 +13,7 @@ ns-2's DSR used (link-layer feedback from 802.11).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from nodes.core import ipv4
 from nodes.core.addr import BROADCAST, ip_to_station
@@ -32,8 +32,29 @@ from nodes.core.events import (
     Timer,
     TxStatus,
 )
+from nodes.core.hooks import (
+    CrossLayerEvent,
+    DataForwarded,
+    EventClass,
+    LinkFailure,
+    LocalDelivery,
+    PacketDropped,
+    RouteDiscoveryStarted,
+)
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.events import (
+    DsrCacheInsert,
+    DsrCacheMiss,
+    DsrCacheRemove,
+    DsrCacheUse,
+    DsrControlForwarded,
+    DsrPacketOverheard,
+    DsrPacketSalvaged,
+    DsrRouteErrorReceived,
+    DsrRouteErrorSent,
+    DsrRouteSent,
+)
 from nodes.protocols.dsr.grat_reply_table import GratReplyTable
 from nodes.protocols.dsr.maintenance import MaintenanceBuffer
 from nodes.protocols.dsr.options import (
@@ -70,6 +91,16 @@ SNOOP_REFRESH_NS = 1_000_000_000
 data path would otherwise search the cache for every packet)."""
 
 
+def _inner(frame: Frame) -> bytes | None:
+    """The IP packet a DSR data frame carries (DSR header removed); None for a routing packet."""
+    if frame.meta.get("dsr", "data") != "data":
+        return None
+    try:
+        return fastpath.strip(frame.packet)
+    except (MalformedDsr, ValueError, IndexError):
+        return None
+
+
 def packet_kind(dp: DsrPacket) -> str:
     """``rreq``/``rrep``/``rerr``/``ack`` for routing packets (counter keys), else ``data``."""
     kinds = {type(o) for o in dp.options}
@@ -95,60 +126,36 @@ def next_pos(sr: SourceRoute) -> int:
 class DsrRouting(RoutingProtocol):
     """DSR (RFC 4728) with ns-2's path cache, salvaging, gratuitous Route Errors and replies.
 
-    Hooks (every subscriber also gets ``now_ns``; it may return actions):
-
-    - ``on_link_failure(frame, link, queued)``: the MAC could not deliver ``frame`` to
-      ``link[1]``; ``queued`` are the interface-queue frames with the same next hop, already
-      removed from the queue (each is then salvaged, re-routed or dropped, and reported).
-    - ``on_packet_dropped(packet, reason, source_route)``: DSR discards a data or routing packet;
-      ``source_route`` is the full route it carried (None when it had none yet). Reasons:
-      ``link_failure`` (no salvage route), ``salvage_limit``, ``send_buffer_timeout``,
-      ``send_buffer_full``, ``no_route`` (discovery gave up), ``ttl_expired``, ``ifq_full``.
-    - ``on_packet_salvaged(packet, old_route, new_route, salvage)``: ``packet`` (the new bytes)
-      leaves over ``new_route`` after meeting a broken link on ``old_route``.
-    - ``on_route_error_sent(rerr, dst, extra_options, packets, link)``: a ROUTE ERROR is about to
-      leave for ``dst``. Append option objects (``options.DsrOption``, e.g. a ``conn_list``) to
-      the list ``extra_options`` to carry them in it; ``packets`` are the packets lost or
-      salvaged that triggered it.
-    - ``on_route_error_received(rerr, following, packet, for_me, overheard)``: a packet carrying
-      ``rerr`` was received, forwarded or overheard; ``following`` are the options after it (a
-      ``conn_list`` from another node, a nested ROUTE ERROR).
-    - ``on_cache_insert(route, cache)`` (``cache``: primary/secondary/link),
-      ``on_cache_remove(route, reason)`` (evicted/expired/link_broken),
-      ``on_cache_use(dst, route)``, ``on_cache_miss(dst)``.
-    - ``on_packet_overheard(packet, src, dst)``: promiscuous reception of a frame for ``dst``.
-    - ``on_data_forward(packet, prev_hop, next_hop)``: a data packet is forwarded (TCP-aware
-      extensions read the inner TCP header; the DSR header is still on).
-    - ``on_local_deliver(packet, src)``: a data packet (DSR header removed) goes up to the kernel.
-    - ``on_route_sent(route, next_hop, kind)``: this node sent ``next_hop`` a packet carrying the
-      full path ``route`` (a source route it originated, forwarded or salvaged, or the route in a
-      Route Reply), so ``next_hop`` may now cache its links (Yu 2004 s2.2 cache table).
-    - ``on_control_forward(packet, kind, prev_hop, next_hop)``: a routing packet is forwarded;
-      ``packet`` is the mutable ``bytearray`` about to leave: subscribers may change option bytes
-      in place, keeping the length (BEAD's ``ack_sent``, Yu 2004 s4.3.2).
+    Cross-layer events (``EMITS``; docs/dsr.md "Events"): the shared ``LinkFailure`` (with the
+    interface-queue frames of the same next hop, already removed: each is then salvaged,
+    re-routed or dropped, and reported), ``PacketDropped`` (with the full source route),
+    ``LocalDelivery``, ``DataForwarded`` (DSR header on) and ``RouteDiscoveryStarted``, and DSR's
+    own (``nodes.protocols.dsr.events``): the ROUTE ERROR sent (subscribers may append options to
+    it) and received, salvaging, the cache's insert/remove/use/miss, overheard packets, every
+    route sent to a neighbour, and routing packets forwarded (editable in place).
 
     Extensions originate packets of their own over cached routes (never a discovery) with
     :meth:`send_options` and :meth:`send_inner_cached`.
     """
 
     name = "dsr"
-    HOOKS = frozenset(
+    EMITS: ClassVar[frozenset[EventClass]] = frozenset(
         {
-            "on_link_failure",
-            "on_packet_dropped",
-            "on_packet_salvaged",
-            "on_route_error_sent",
-            "on_route_error_received",
-            "on_cache_insert",
-            "on_cache_remove",
-            "on_cache_use",
-            "on_cache_miss",
-            "on_route_discovery",
-            "on_packet_overheard",
-            "on_data_forward",
-            "on_local_deliver",
-            "on_route_sent",
-            "on_control_forward",
+            LinkFailure,
+            PacketDropped,
+            LocalDelivery,
+            DataForwarded,
+            RouteDiscoveryStarted,
+            DsrRouteErrorSent,
+            DsrRouteErrorReceived,
+            DsrPacketSalvaged,
+            DsrCacheInsert,
+            DsrCacheRemove,
+            DsrCacheUse,
+            DsrCacheMiss,
+            DsrPacketOverheard,
+            DsrRouteSent,
+            DsrControlForwarded,
         }
     )
 
@@ -196,19 +203,35 @@ class DsrRouting(RoutingProtocol):
             self._ifq_drop(event.frame)
         return out
 
-    def _emit(self, name: str, **kw: Any) -> None:
-        if self.ctx.hooks.has_subscribers(name):
-            self._out.extend(self.ctx.hooks.emit(name, now_ns=self._now, **kw))
+    def _wants(self, cls: EventClass) -> bool:
+        """Whether anyone subscribed to ``cls`` (events are built only then: several per packet)."""
+        return self.ctx.hooks.has_subscribers(cls)
+
+    def _emit(self, event: CrossLayerEvent) -> None:
+        self._out.extend(self.ctx.hooks.emit(event))
+
+    def _route_sent(self, route: Path, next_hop: int, kind: str) -> None:
+        if self._wants(DsrRouteSent):
+            self._emit(DsrRouteSent(now_ns=self._now, route=route, next_hop=next_hop, kind=kind))
+
+    def _cache_used(self, dst: int, route: Path | None) -> None:
+        if route is None:
+            if self._wants(DsrCacheMiss):
+                self._emit(DsrCacheMiss(now_ns=self._now, dst=dst))
+        elif self._wants(DsrCacheUse):
+            self._emit(DsrCacheUse(now_ns=self._now, dst=dst, route=route))
 
     def _cache_notify(self, event: str, route: Path, detail: str) -> None:
         if event == "insert":
-            self._emit("on_cache_insert", route=route, cache=detail)
-        else:
-            self._emit("on_cache_remove", route=route, reason=detail)
+            if self._wants(DsrCacheInsert):
+                self._emit(DsrCacheInsert(now_ns=self._now, route=route, cache=detail))
+        elif self._wants(DsrCacheRemove):
+            self._emit(DsrCacheRemove(now_ns=self._now, route=route, reason=detail))
 
     def _drop(self, packet: bytes, reason: str, route: Path | None) -> None:
         self._out.append(Drop(packet, reason))
-        self._emit("on_packet_dropped", packet=packet, reason=reason, source_route=route)
+        if self._wants(PacketDropped):
+            self._emit(PacketDropped(now_ns=self._now, packet=packet, reason=reason, route=route))
 
     def _send(self, packet: bytes, next_hop: int, kind: str, *, jitter_ns: int = 0, **meta: Any) -> None:
         control = kind != "data"
@@ -225,10 +248,7 @@ class DsrRouting(RoutingProtocol):
 
     def lookup(self, dst: int) -> Path | None:
         route = self.cache.find(dst, self._now)
-        if route is None:
-            self._emit("on_cache_miss", dst=dst)
-        else:
-            self._emit("on_cache_use", dst=dst, route=route)
+        self._cache_used(dst, route)
         return route
 
     def add_route(self, route: Path, *, primary: bool) -> None:
@@ -281,13 +301,14 @@ class DsrRouting(RoutingProtocol):
         if self.requests.discovery(dst) is None:
             d = self.requests.start(dst, self._now)
             # before the request goes out: ELFN (Yu 2004 s3.2) freezes the sender here
-            self._emit("on_route_discovery", dst=dst, packet=packet)
+            if self._wants(RouteDiscoveryStarted):
+                self._emit(RouteDiscoveryStarted(now_ns=self._now, dst=dst, packet=packet))
             self._send_rreq(d, nonprop=self.p.nonprop_request)
 
     def _send_data(self, inner: bytes, route: Path) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
         pkt = fastpath.add_source_route(inner, route[1:-1])
-        self._emit("on_route_sent", route=route, next_hop=route[1], kind="data")
+        self._route_sent(route, route[1], "data")
         self._send(pkt, route[1], "data")
 
     def _arm_send_buffer(self) -> None:
@@ -305,7 +326,7 @@ class DsrRouting(RoutingProtocol):
                 self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
                 self._out.append(CancelTimer((T_RREQ, dst)))
             for b in self.send_buffer.take(dst):
-                self._emit("on_cache_use", dst=dst, route=route)
+                self._cache_used(dst, route)
                 self._send_data(b.packet, route)
         self._arm_send_buffer()
 
@@ -386,7 +407,7 @@ class DsrRouting(RoutingProtocol):
                 # Section 8.2.3: the reply MUST NOT be sent if the resulting route would contain
                 # a node twice; the request is then handled as if there were no cached route.
                 if loop_free(full):
-                    self._emit("on_cache_use", dst=rreq.target, route=cached)
+                    self._cache_used(rreq.target, cached)
                     self._schedule_cached_reply(initiator, rreq.rreq_id, full)
                     return
                 c.extra["cached_reply_loop"] += 1
@@ -421,7 +442,7 @@ class DsrRouting(RoutingProtocol):
         back = tuple(reversed(full[: k + 1]))
         sr = SourceRoute(back[1:-1], len(back) - 2)
         pkt = build(self.me, full[0], [sr, RouteReply(full[1:])], ttl=self.p.ttl)
-        self._emit("on_route_sent", route=full, next_hop=back[1], kind="rrep")
+        self._route_sent(full, back[1], "rrep")
         self._send(pkt, back[1], "rrep")
         self.ctx.counters.routing_sent["rrep"] += 1
         if grat:
@@ -522,14 +543,17 @@ class DsrRouting(RoutingProtocol):
                 self.cache.remove_link(link[0], link[1], self._now)
             following = opts[i + 1 :]
             mine = for_me and o.err_dst == self.me
-            self._emit(
-                "on_route_error_received",
-                rerr=o,
-                following=following,
-                packet=packet,
-                for_me=mine,
-                overheard=overheard,
-            )
+            if self._wants(DsrRouteErrorReceived):
+                self._emit(
+                    DsrRouteErrorReceived(
+                        now_ns=self._now,
+                        rerr=o,
+                        following=tuple(following),
+                        packet=packet,
+                        for_me=mine,
+                        overheard=overheard,
+                    )
+                )
             if not mine:
                 continue
             self.ctx.counters.routing_received["rerr"] += 1
@@ -582,7 +606,8 @@ class DsrRouting(RoutingProtocol):
         inner = fastpath.strip(ev.packet)
         c.data_delivered += 1
         self._out.append(DeliverLocal(inner))
-        self._emit("on_local_deliver", packet=inner, src=dp.src)
+        if self._wants(LocalDelivery):
+            self._emit(LocalDelivery(now_ns=self._now, packet=inner, prev_hop=ev.src))
 
     def _forward(self, ev: FromAir, dp: DsrPacket, sr: SourceRoute, path: Path) -> None:
         """Section 8.1.5: decrement Segments Left and the TTL, send to the next address."""
@@ -594,23 +619,27 @@ class DsrRouting(RoutingProtocol):
         fastpath.advance(buf, fastpath.find_source_route(buf, dp.ihl))
         sl = sr.segs_left - 1
         nh = sr.addresses[len(sr.addresses) - sl] if sl else path[-1]
-        if kind != "data":
-            self._emit("on_control_forward", packet=buf, kind=kind, prev_hop=ev.src, next_hop=nh)
+        if kind != "data" and self._wants(DsrControlForwarded):
+            self._emit(
+                DsrControlForwarded(now_ns=self._now, packet=buf, kind=kind, prev_hop=ev.src, next_hop=nh)
+            )
         pkt = bytes(buf)
-        self._emit("on_route_sent", route=path, next_hop=nh, kind=kind)
+        self._route_sent(path, nh, kind)
         if kind == "data":
             self.ctx.counters.data_forwarded += 1
-            self._emit("on_data_forward", packet=pkt, prev_hop=ev.src, next_hop=nh)
+            if self._wants(DataForwarded):
+                self._emit(DataForwarded(now_ns=self._now, packet=pkt, prev_hop=ev.src, next_hop=nh))
         else:
             rrep = dp.find(RouteReply)
             if isinstance(rrep, RouteReply) and dp.dst is not None:
-                self._emit("on_route_sent", route=(dp.dst,) + rrep.addresses, next_hop=nh, kind=kind)
+                self._route_sent((dp.dst,) + rrep.addresses, nh, kind)
             self.ctx.counters.routing_forwarded[kind] += 1
         self._send(pkt, nh, kind)
 
     def _overheard(self, ev: FromAir, dp: DsrPacket) -> None:
         """Promiscuous ("tapping") mode: learn from overheard source routes, replies and errors."""
-        self._emit("on_packet_overheard", packet=ev.packet, src=ev.src, dst=ev.dst)
+        if self._wants(DsrPacketOverheard):
+            self._emit(DsrPacketOverheard(now_ns=self._now, packet=ev.packet, src=ev.src, dst=ev.dst))
         self._process_rerrs(dp, ev.packet, for_me=False, overheard=True)
         sr = dp.find(SourceRoute)
         if isinstance(sr, SourceRoute) and dp.dst is not None:
@@ -689,7 +718,16 @@ class DsrRouting(RoutingProtocol):
         for pend in self.maint.remove_next_hop(nh):
             self._out.append(CancelTimer((T_ACK, pend.ack_id)))
         self.ctx.counters.extra["link_failures"] += 1
-        self._emit("on_link_failure", frame=frame, link=(self.me, nh), queued=queued)
+        if self._wants(LinkFailure):
+            self._emit(
+                LinkFailure(
+                    now_ns=self._now,
+                    next_hop=nh,
+                    frame=frame,
+                    queued=tuple(queued),
+                    packets=tuple(p for p in map(_inner, [frame, *queued]) if p is not None),
+                )
+            )
         self.cache.remove_link(self.me, nh, self._now)
         groups: dict[int, tuple[Path, int, list[bytes]]] = {}
         for f in [frame, *queued]:
@@ -761,18 +799,22 @@ class DsrRouting(RoutingProtocol):
             self._drop(pkt, "salvage_limit", path)
             return
         route = self.cache.find(dp.dst, self._now)
+        self._cache_used(dp.dst, route)
         if route is None:
-            self._emit("on_cache_miss", dst=dp.dst)
             self._drop(pkt, "link_failure", path)
             return
-        self._emit("on_cache_use", dst=dp.dst, route=route)
         # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
         addrs = (self.me,) + route[1:-1]
         new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
         new = fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr)
         self.ctx.counters.extra["salvaged"] += 1
-        self._emit("on_packet_salvaged", packet=new, old_route=path, new_route=route, salvage=sr.salvage + 1)
-        self._emit("on_route_sent", route=route, next_hop=route[1], kind=kind)
+        if self._wants(DsrPacketSalvaged):
+            self._emit(
+                DsrPacketSalvaged(
+                    now_ns=self._now, packet=new, old_route=path, new_route=route, salvage=sr.salvage + 1
+                )
+            )
+        self._route_sent(route, route[1], kind)
         self._send(new, route[1], kind, salvaged=sr.salvage + 1)
 
     def _nested_options(self, dp: DsrPacket, salvage: int) -> list[DsrOption]:
@@ -797,14 +839,17 @@ class DsrRouting(RoutingProtocol):
         (the reverse of the route the packet travelled to this node)."""
         rerr = RouteError(self.me, err_dst, unreachable=nh, salvage=salvage)
         extra: list[DsrOption] = []
-        self._emit(
-            "on_route_error_sent",
-            rerr=rerr,
-            dst=err_dst,
-            extra_options=extra,
-            packets=packets,
-            link=(self.me, nh),
-        )
+        if self._wants(DsrRouteErrorSent):
+            self._emit(
+                DsrRouteErrorSent(
+                    now_ns=self._now,
+                    rerr=rerr,
+                    dst=err_dst,
+                    extra_options=extra,
+                    packets=tuple(packets),
+                    link=(self.me, nh),
+                )
+            )
         sr = SourceRoute(back[1:-1], len(back) - 2)
         self._send(build(self.me, err_dst, [sr, rerr, *nested, *extra], ttl=self.p.ttl), back[1], "rerr")
         self.ctx.counters.routing_sent["rerr"] += 1
@@ -833,7 +878,7 @@ class DsrRouting(RoutingProtocol):
 
         def go() -> None:
             sr = SourceRoute(r[1:-1], len(r) - 2)
-            self._emit("on_route_sent", route=r, next_hop=r[1], kind=kind)
+            self._route_sent(r, r[1], kind)
             self._send(build(self.me, dst, [sr, *options], ttl=self.p.ttl), r[1], kind)
             self.ctx.counters.routing_sent[kind] += 1
 
@@ -858,7 +903,7 @@ class DsrRouting(RoutingProtocol):
             pkt = fastpath.replace_source_route(
                 pkt, fastpath.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
             )
-            self._emit("on_route_sent", route=r, next_hop=r[1], kind="data")
+            self._route_sent(r, r[1], "data")
             self._send(pkt, r[1], "data", salvaged=1)
 
         return self._collect(go)
@@ -893,7 +938,10 @@ class DsrRouting(RoutingProtocol):
                     route = full_route(dp, sr)
             except MalformedDsr:
                 pass
-            self._emit("on_packet_dropped", packet=frame.packet, reason="ifq_full", source_route=route)
+            if self._wants(PacketDropped):
+                self._emit(
+                    PacketDropped(now_ns=self._now, packet=frame.packet, reason="ifq_full", route=route)
+                )
 
     def state(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,18 @@ from nodes.core import ipv4
 from nodes.core.addr import BROADCAST
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import DeliverLocal, Drop, Frame, FromAir, FromLocal, SetTimer, Timer, TxStatus
+from nodes.core.hooks import (
+    DataForwarded,
+    LinkFailure,
+    LocalDelivery,
+    MacOutcome,
+    NeighbourSignal,
+    RouteDiscoveryStarted,
+    UndeclaredEvent,
+)
 from nodes.protocols.aodv import Rerr, RouteEntry, RouteState, Rrep, Rreq
+from nodes.protocols.aodv.events import AodvIpForward, AodvRouteReply, AodvRouteRequest, AodvRouteStateChange
+from nodes.protocols.dsr.events import DsrRouteErrorReceived
 
 MS = NS_PER_MS
 
@@ -280,11 +291,11 @@ def test_rreq_veto_hook_makes_node_rebroadcast() -> None:
     c = _intermediate()
     seen = []
 
-    def veto(rreq: Rreq, prev_hop: int, decision: object, now_ns: int) -> None:
-        seen.append((rreq.rreq_id, prev_hop))
-        decision.reply = False  # type: ignore[attr-defined]
+    def veto(ev: AodvRouteRequest) -> None:
+        seen.append((ev.rreq.rreq_id, ev.prev_hop))
+        ev.decision.reply = False
 
-    c.ctx.hooks.subscribe("on_route_request", veto)  # type: ignore[attr-defined]
+    c.ctx.hooks.subscribe(AodvRouteRequest, veto)  # type: ignore[attr-defined]
     rreq = Rreq(rreq_id=1, dest_ip=ip(9), dest_seq_no=9, orig_ip=ip(1), orig_seq_no=3, hop_count=1)
     ((_, _, m),) = sent_msgs(c.on_event(air(rreq, 2, ttl=10), 0))  # type: ignore[attr-defined]
     assert isinstance(m, Rreq) and seen == [(1, 2)]
@@ -330,12 +341,14 @@ def test_forwarding_decrements_ttl_refreshes_routes_and_hook_may_modify() -> Non
     c.table.add(RouteEntry(2, 2, 1, 0, False, 1000 * MS))
     calls = []
 
-    def mark(packet: bytearray, prev_hop: int | None, next_hop: int, now_ns: int) -> None:
-        calls.append((prev_hop, next_hop, now_ns))
-        packet[1] = 0x04  # e.g. an extension's mark in the TOS byte
-        ipv4.set_header_checksum(packet)
+    def mark(ev: AodvIpForward) -> None:
+        calls.append((ev.prev_hop, ev.next_hop, ev.now_ns))
+        ev.packet[1] = 0x04  # e.g. an extension's mark in the TOS byte
+        ipv4.set_header_checksum(ev.packet)
 
-    c.ctx.hooks.subscribe("on_ip_forward", mark)
+    forwarded: list[DataForwarded] = []
+    c.ctx.hooks.subscribe(AodvIpForward, mark)
+    c.ctx.hooks.subscribe(DataForwarded, forwarded.append)
     pkt = data(1, 9, ttl=10)
     acts = c.on_event(FromAir(pkt, 2, 3), 500 * MS)
     (s,) = sends(acts)
@@ -344,6 +357,7 @@ def test_forwarding_decrements_ttl_refreshes_routes_and_hook_may_modify() -> Non
     assert out.ttl == 9 and out.tos == 4
     assert ipv4.header_checksum_ok(s.frame.packet)
     assert calls == [(2, 4, 500 * MS)]
+    assert forwarded == [DataForwarded(now_ns=500 * MS, packet=s.frame.packet, prev_hop=2, next_hop=4)]
     for dst in (9, 4, 1, 2):
         assert c.table.usable(dst, 0).expires_ns == 3500 * MS  # type: ignore[union-attr]
     assert c.ctx.counters.data_forwarded == 1
@@ -359,7 +373,7 @@ def test_ttl_expired_dropped() -> None:
 def test_local_delivery_and_hook() -> None:
     c = core(9)
     got = []
-    c.ctx.hooks.subscribe("on_local_deliver", lambda packet, prev_hop, now_ns: got.append(prev_hop))
+    c.ctx.hooks.subscribe(LocalDelivery, lambda ev: got.append(ev.prev_hop))
     pkt = data(1, 9)
     assert c.on_event(FromAir(pkt, 4, 9), 0) == [DeliverLocal(pkt)]
     assert got == [4] and c.ctx.counters.data_delivered == 1
@@ -392,19 +406,18 @@ def test_link_break_invalidates_routes_and_sends_rerr_to_precursors() -> None:
     c = _with_routes()
     failures = []
     c.ctx.hooks.subscribe(  # type: ignore[attr-defined]
-        "on_link_failure",
-        lambda next_hop, frame, destinations, now_ns: failures.append((next_hop, sorted(destinations))),
+        LinkFailure, lambda ev: failures.append((ev.next_hop, ev.frame, ev.packets))
     )
     states = []
-    c.ctx.hooks.subscribe(
-        "on_route_state_change", lambda dst, old, new, now_ns: states.append((dst, old, new))
-    )  # type: ignore[attr-defined]
+    c.ctx.hooks.subscribe(  # type: ignore[attr-defined]
+        AodvRouteStateChange, lambda ev: states.append((ev.dst, ev.old, ev.new))
+    )
     frame = Frame(data(1, 9), 4, meta={"prev_hop": 2})
     acts = c.on_event(TxStatus(frame, ok=False, rts_attempts=7), 100 * MS)  # type: ignore[attr-defined]
     ((rframe, ttl, m),) = sent_msgs(acts)
     assert rframe.next_hop == BROADCAST and ttl == 1  # two precursors (2 and 7): broadcast
     assert isinstance(m, Rerr) and sorted(m.unreachable) == [(ip(8), 21), (ip(9), 11)]
-    assert failures == [(4, [8, 9])]
+    assert failures == [(4, frame, (frame.packet,))]
     assert sorted(states) == [
         (8, RouteState.VALID, RouteState.INVALID),
         (9, RouteState.VALID, RouteState.INVALID),
@@ -507,20 +520,30 @@ def test_rerr_ratelimit() -> None:
 def test_neighbour_signal_and_mac_outcome_hooks() -> None:
     c = core(3)
     sig, mac = [], []
-    c.ctx.hooks.subscribe("on_neighbour_signal", lambda **kw: sig.append(kw))
-    c.ctx.hooks.subscribe("on_mac_outcome", lambda **kw: mac.append(kw))
+    c.ctx.hooks.subscribe(NeighbourSignal, sig.append)
+    c.ctx.hooks.subscribe(MacOutcome, mac.append)
     c.on_event(FromAir(data(1, 8), 2, 8, rssi_dbm=-71.5, snr_db=20.0, overheard=True), 5)
-    assert sig == [{"neighbour": 2, "rssi_dbm": -71.5, "snr_db": 20.0, "now_ns": 5}]
+    assert sig == [NeighbourSignal(now_ns=5, neighbour=2, rssi_dbm=-71.5, snr_db=20.0)]
     assert c.neighbours.get(2).rssi_dbm == -71.5  # type: ignore[union-attr]
     f = Frame(data(3, 4), 4)
     c.on_event(TxStatus(f, ok=True, rts_attempts=2, data_attempts=1), 7)
-    assert mac == [{"frame": f, "ok": True, "rts_attempts": 2, "data_attempts": 1, "now_ns": 7}]
+    assert mac == [MacOutcome(now_ns=7, frame=f, ok=True, rts_attempts=2, data_attempts=1)]
 
 
-def test_unknown_hook_name_is_an_error() -> None:
+def test_an_event_aodv_does_not_emit_is_an_error() -> None:
     c = core(3)
-    with pytest.raises(KeyError):
-        c.ctx.hooks.subscribe("on_link_falure", lambda **kw: None)
+    with pytest.raises(UndeclaredEvent, match="does not emit DsrRouteErrorReceived"):
+        c.ctx.hooks.subscribe(DsrRouteErrorReceived, lambda ev: None)
+
+
+def test_route_discovery_started_for_an_originated_packet_once() -> None:
+    c = core(1)
+    started: list[RouteDiscoveryStarted] = []
+    c.ctx.hooks.subscribe(RouteDiscoveryStarted, started.append)
+    first, second = data(1, 9), data(1, 9, ttl=10)
+    c.on_event(FromLocal(first), 0)
+    c.on_event(FromLocal(second), MS)  # the discovery is under way: no second event
+    assert started == [RouteDiscoveryStarted(now_ns=0, dst=9, packet=first)]
 
 
 def test_gdwn_route_still_forwards_data_and_returns_to_valid_on_new_route() -> None:
@@ -538,9 +561,7 @@ def test_gdwn_route_still_forwards_data_and_returns_to_valid_on_new_route() -> N
 def test_rrep_veto_hook_ignores_reply() -> None:
     c = core(1)
     c.on_event(FromLocal(data(1, 9)), 0)
-    c.ctx.hooks.subscribe(
-        "on_route_reply", lambda rrep, prev_hop, decision, now_ns: setattr(decision, "accept", False)
-    )
+    c.ctx.hooks.subscribe(AodvRouteReply, lambda ev: setattr(ev.decision, "accept", False))
     rrep = Rrep(dest_ip=ip(9), dest_seq_no=4, orig_ip=ip(1), lifetime_ms=11200, hop_count=2)
     acts = c.on_event(air(rrep, 2, to=1), MS)
     assert sends(acts) == [] and c.table.usable(9, MS) is None

@@ -9,6 +9,7 @@ from typing import Any
 
 from nodes.core import NS_PER_MS, NodeContext
 from nodes.core.addr import station_ip_bytes
+from nodes.core.hooks import CrossLayerEvent, EventClass
 from nodes.core.ipv4 import checksum
 from nodes.core.sim import SimNetwork
 from nodes.protocols.dsr import DsrParams, DsrRouting, create
@@ -79,9 +80,10 @@ def source_route(dp: DsrPacket) -> SourceRoute:
     return sr
 
 
-def record_hooks(net_: SimNetwork, station: int, *names: str) -> list[tuple[str, dict[str, Any]]]:
-    log: list[tuple[str, dict[str, Any]]] = []
+def record_hooks(net_: SimNetwork, station: int, *events: EventClass) -> list[CrossLayerEvent]:
+    """Every event of these classes the station's core emits, in order."""
+    log: list[CrossLayerEvent] = []
     hooks = net_.nodes[station].ctx.hooks
-    for name in names:
-        hooks.subscribe(name, lambda _n=name, **kw: log.append((_n, kw)))
+    for cls in events:
+        hooks.subscribe(cls, log.append)
     return log

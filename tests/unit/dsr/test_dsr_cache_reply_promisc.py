@@ -8,6 +8,12 @@ import random
 from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route, standalone, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, FromAir, Send, SetTimer, Timer
+from nodes.protocols.dsr.events import (
+    DsrCacheInsert,
+    DsrPacketOverheard,
+    DsrRouteErrorReceived,
+    DsrRouteErrorSent,
+)
 from nodes.protocols.dsr.options import RouteError, RouteReply, RouteRequest, SourceRoute, build, parse
 
 
@@ -77,10 +83,11 @@ def test_duplicate_request_forwarded_once() -> None:
 def test_promiscuous_learning_from_overheard_source_route() -> None:
     # 4 hears 2 (not on the route 1-2-3)
     n = net(4, [(1, 2), (2, 3), (2, 4)], promiscuous=True)
-    log4 = record_hooks(n, 4, "on_packet_overheard", "on_cache_insert")
+    log4 = record_hooks(n, 4, DsrPacketOverheard, DsrCacheInsert)
     n.inject(1, udp(1, 3))
     n.run_until(NS_PER_S)
-    assert any(x[0] == "on_packet_overheard" for x in log4)
+    assert any(isinstance(x, DsrPacketOverheard) and x.src == 2 for x in log4)
+    assert any(isinstance(x, DsrCacheInsert) and x.route == (4, 2, 3) for x in log4)
     # the overheard Route Reply (2 -> 1) goes to the primary cache, source routes to the secondary
     cached = core(n, 4).cache.paths()  # type: ignore[union-attr]
     assert (4, 2, 3) in cached and (4, 2, 1) in cached
@@ -126,13 +133,13 @@ def test_route_error_extra_options_hook() -> None:
     n.run_until(NS_PER_S)
     marker = RawOption(OPT_CONN_LIST, b"\x01\x02\x03\x04")
 
-    def add(extra_options: list[object], **kw: object) -> None:
-        extra_options.append(marker)
+    def add(ev: DsrRouteErrorSent) -> None:
+        ev.extra_options.append(marker)
 
     got: list[object] = []
-    n.nodes[3].ctx.hooks.subscribe("on_route_error_sent", add)
+    n.nodes[3].ctx.hooks.subscribe(DsrRouteErrorSent, add)
     n.nodes[1].ctx.hooks.subscribe(
-        "on_route_error_received", lambda following, for_me, **kw: got.extend(following) if for_me else None
+        DsrRouteErrorReceived, lambda ev: got.extend(ev.following) if ev.for_me else None
     )
     n.link_down(3, 4)
     n.inject(1, udp(1, 5))

@@ -6,6 +6,7 @@ import pytest
 from dsr_helpers import chain_links, core, net, sent, source_route, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S
+from nodes.core.hooks import PacketDropped
 from nodes.protocols.dsr.options import RouteReply, RouteRequest
 
 
@@ -50,7 +51,7 @@ def test_request_backoff_and_send_buffer_timeout() -> None:
     MaxRequestPeriod; the packet leaves the send buffer after SendBufferTimeout."""
     n = net(2, [])
     dropped: list[str] = []
-    core(n, 1).ctx.hooks.subscribe("on_packet_dropped", lambda reason, **kw: dropped.append(reason))
+    core(n, 1).ctx.hooks.subscribe(PacketDropped, lambda ev: dropped.append(ev.reason))
     n.inject(1, udp(1, 2))
     n.run_until(40 * NS_PER_S)
     times = [t for t, s, _, dp in sent(n, 1) if dp.find(RouteRequest)]

@@ -7,7 +7,10 @@ import pytest
 from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route, standalone, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
+from nodes.core.hooks import LinkFailure, PacketDropped
 from nodes.core.sim import DEFAULT_FAIL_NS
+from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr.events import DsrPacketSalvaged, DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
 
@@ -28,17 +31,19 @@ def rerrs(n, src=None):  # type: ignore[no-untyped-def]
 
 def test_broken_link_route_error_to_source_and_drop() -> None:
     n = established(5, chain_links(5), 1, 5)
-    log3 = record_hooks(n, 3, "on_link_failure", "on_packet_dropped", "on_route_error_sent")
-    log1 = record_hooks(n, 1, "on_route_error_received")
+    log3 = record_hooks(n, 3, LinkFailure, PacketDropped, DsrRouteErrorSent)
+    log1 = record_hooks(n, 1, DsrRouteErrorReceived)
     n.link_down(3, 4)
     t0 = n.now_ns
     n.inject(1, udp(1, 5))
     n.run_until(t0 + NS_PER_S)
-    names = [x[0] for x in log3]
     # drops and salvages are reported before the ROUTE ERROR leaves (EPLN fills its conn_list)
-    assert names[:3] == ["on_link_failure", "on_packet_dropped", "on_route_error_sent"]
-    assert log3[0][1]["link"] == (3, 4) and log3[0][1]["queued"] == []
-    assert log3[1][1]["reason"] == "link_failure" and log3[1][1]["source_route"] == (1, 2, 3, 4, 5)
+    lf, dropped, rerr_sent = log3[:3]
+    assert isinstance(lf, LinkFailure) and lf.next_hop == 4 and lf.queued == ()
+    assert lf.frame is not None and lf.packets == (fastpath.strip(lf.frame.packet),)
+    assert isinstance(dropped, PacketDropped) and dropped.reason == "link_failure"
+    assert dropped.route == (1, 2, 3, 4, 5)
+    assert isinstance(rerr_sent, DsrRouteErrorSent) and rerr_sent.link == (3, 4)
     ((t, s, d, dp),) = [r for r in rerrs(n) if r[1] == 3]
     err = dp.find(RouteError)
     assert isinstance(err, RouteError)
@@ -48,24 +53,24 @@ def test_broken_link_route_error_to_source_and_drop() -> None:
     data_at_3 = [x[0] for x in sent(n, 3) if x[3].next_header == 17][-1]
     assert t == pytest.approx(data_at_3 + DEFAULT_FAIL_NS / NS_PER_MS, abs=1e-6)
     assert n.nodes[3].ctx.counters.drops["link_failure"] == 1
-    assert [x[1]["for_me"] for x in log1] == [True]
+    assert [x.for_me for x in log1 if isinstance(x, DsrRouteErrorReceived)] == [True]
     assert core(n, 1).cache.find(5, n.now_ns) is None
     assert core(n, 1).last_rerr == err
 
 
 def test_queued_packets_with_same_next_hop() -> None:
     n = established(5, chain_links(5), 1, 5)
-    log3 = record_hooks(n, 3, "on_link_failure", "on_route_error_sent", "on_packet_dropped")
+    log3 = record_hooks(n, 3, LinkFailure, DsrRouteErrorSent, PacketDropped)
     n.link_down(3, 4)
     t0 = n.now_ns
     for k in range(3):
         n.inject(1, udp(1, 5), at_ns=t0 + k * 10_000)
     n.run_until(t0 + NS_PER_S)
-    ((_, lf),) = [x for x in log3 if x[0] == "on_link_failure"]
-    assert len(lf["queued"]) == 2  # two packets waited behind the failing one
-    sent_errs = [x[1] for x in log3 if x[0] == "on_route_error_sent"]
-    assert len(sent_errs) == 1 and len(sent_errs[0]["packets"]) == 3  # one ROUTE ERROR per source
-    assert [x[1]["reason"] for x in log3 if x[0] == "on_packet_dropped"] == ["link_failure"] * 3
+    (lf,) = [x for x in log3 if isinstance(x, LinkFailure)]
+    assert len(lf.queued) == 2 and len(lf.packets) == 3  # two packets waited behind the failing one
+    sent_errs = [x for x in log3 if isinstance(x, DsrRouteErrorSent)]
+    assert len(sent_errs) == 1 and len(sent_errs[0].packets) == 3  # one ROUTE ERROR per source
+    assert [x.reason for x in log3 if isinstance(x, PacketDropped)] == ["link_failure"] * 3
     assert n.nodes[3].ctx.counters.routing_sent["rerr"] == 1
 
 
@@ -81,14 +86,15 @@ def salvage_net(**kw: object):  # type: ignore[no-untyped-def]
 
 def test_salvage_over_cached_route() -> None:
     n = salvage_net()
-    log3 = record_hooks(n, 3, "on_packet_salvaged")
+    log3 = record_hooks(n, 3, DsrPacketSalvaged)
     n.link_down(3, 4)
     t0 = n.now_ns
     n.inject(1, udp(1, 5))
     n.run_until(t0 + NS_PER_S)
     assert len(n.nodes[5].delivered) == 2
-    ((_, kw),) = log3
-    assert kw["old_route"] == (1, 2, 3, 4, 5) and kw["new_route"] == (3, 6, 7, 5) and kw["salvage"] == 1
+    (ev,) = log3
+    assert isinstance(ev, DsrPacketSalvaged)
+    assert ev.old_route == (1, 2, 3, 4, 5) and ev.new_route == (3, 6, 7, 5) and ev.salvage == 1
     salvaged = [dp for _, s, d, dp in sent(n, 3) if d == 6 and dp.next_header == 17]
     sr = source_route(salvaged[-1])
     assert (sr.addresses, sr.segs_left, sr.salvage) == ((3, 6, 7), 2, 1)  # Address[1] = salvager
@@ -130,13 +136,13 @@ def test_gratuitous_route_error_on_next_request() -> None:
     t0 = n.now_ns
     n.inject(1, udp(1, 5))
     n.run_until(t0 + 50 * NS_PER_MS)
-    log2 = record_hooks(n, 2, "on_route_error_received")
+    log2 = record_hooks(n, 2, DsrRouteErrorReceived)
     n.inject(1, udp(1, 5))
     n.run_until(t0 + 100 * NS_PER_MS)
     rreq = [dp for t, s, _, dp in sent(n, 1) if dp.find(RouteRequest) and t * NS_PER_MS >= t0][0]
     err = rreq.find(RouteError)
     assert isinstance(err, RouteError) and err.link == (3, 4)
-    assert log2 and log2[0][1]["for_me"] is False
+    assert log2 and isinstance(log2[0], DsrRouteErrorReceived) and log2[0].for_me is False
     assert core(n, 1).last_rerr is None  # sent once
 
 
