@@ -31,6 +31,7 @@ from nodes.core.events import (
     ToNetwork,
     TxStatus,
 )
+from nodes.core.mac import MacState
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.trace import (
     EV_DELIVER,
@@ -80,18 +81,26 @@ _JITTER = "__jitter__"
 
 
 class NodeRuntime:
-    def __init__(self, ctx: NodeContext, protocol: RoutingProtocol, io: NodeIO) -> None:
+    def __init__(
+        self, ctx: NodeContext, protocol: RoutingProtocol, io: NodeIO, mac: MacState | None = None
+    ) -> None:
         self.ctx = ctx
         self.protocol = protocol
         self.io = io
         self.timers = Scheduler()
-        self.mac_busy: Frame | None = None
+        #: the MAC's state (the frame it holds; in the router also the medium's numbers and cookies)
+        self.mac = mac if mac is not None else MacState()
         self.endpoint: Endpoint | None = None
         self._jitter_frames: dict[Hashable, Frame] = {}
         self._jitter_seq = itertools.count()
         #: the per-packet trace (nodes.core.trace), or None when off
         self.tracer: Tracer | None = None
         self._now_ns = 0
+
+    @property
+    def mac_busy(self) -> Frame | None:
+        """The frame the MAC holds, or None (read-only: ``mac`` owns it)."""
+        return self.mac.busy
 
     # ------------------------------------------------------------------ inputs
     def start(self, now_ns: int) -> None:
@@ -112,7 +121,7 @@ class NodeRuntime:
 
     def tx_done(self, status: TxStatus, now_ns: int) -> None:
         """The MAC finished the outstanding frame."""
-        self.mac_busy = None
+        self.mac.done()
         self.ctx.counters.mac["tx_ok" if status.ok else "tx_failed"] += 1
         tr = self.tracer
         if tr is not None:
@@ -183,10 +192,11 @@ class NodeRuntime:
             self.handle(IfqDrop(victim), now_ns)
 
     def pump(self) -> None:
-        if self.mac_busy is None:
+        mac = self.mac
+        if mac.busy is None:
             frame = self.ctx.ifq.dequeue()
             if frame is not None:
-                self.mac_busy = frame
+                mac.take(frame)
                 if self.tracer is not None:
                     self.tracer.add(self._now_ns, EV_TX, frame.packet, frame.next_hop)
                 self.io.transmit(frame)

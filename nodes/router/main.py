@@ -36,11 +36,14 @@ from nodes.core.clock import MonotonicClock
 from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
 from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
 from nodes.core.ipip import IPPROTO_IPIP, WiredRoute, decapsulate, encapsulate
+from nodes.core.mac import MacState
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
 from nodes.core.trace import MAGIC as TRACE_MAGIC
 from nodes.core.trace import Tracer
 from nodes.formats import medium as wire
+from nodes.formats.medium import Rx as _Rx
+from nodes.formats.medium import TxStatusMsg as _TxStatusMsg
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
 from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
@@ -80,12 +83,9 @@ KNOWN_KEYS = frozenset(
         "trace",  # per-packet trace (nodes/core/trace.py, docs/explain.md)
     }
 )
-_RX_UNPACK = wire.RX_ST.unpack_from
-_RX_LEN = wire.RX_ST.size
-_TX_STATUS_UNPACK = wire.TX_STATUS_ST.unpack_from
-_TX_STATUS_LEN = wire.TX_STATUS_ST.size
+_decode = wire.decode
 _TX_PACK = wire.TX_ST.pack
-_MAGIC, _VERSION, _RX, _TX, _TX_STATUS = wire.MAGIC, wire.VERSION, wire.RX, wire.TX, wire.TX_STATUS
+_MAGIC, _VERSION, _TX = wire.MAGIC, wire.VERSION, wire.TX
 _ACKED, _SENT, _MAX_PAYLOAD, _NAN = wire.ACKED, wire.SENT, wire.MAX_PAYLOAD, wire.NAN
 _RX_OVERHEARD, _TX_NO_RTS = wire.RX_OVERHEARD, wire.TX_NO_RTS
 _MSG_DONTWAIT = socket.MSG_DONTWAIT
@@ -194,10 +194,9 @@ class Router:
         self.tun_fd = -1
         self.tap_fd = -1
         self.tap_name = f"sta{self.station}-wlan0"
-        self._tx_seq = 0
-        self._rx_seq = 0
-        self._cookie = 0
-        self.pending: dict[int, Frame] = {}
+        #: the MAC's state: the frame it holds, the medium's sequence numbers, the TX cookies
+        #: (shared with the runtime and the native fast path; nodes/core/mac.py)
+        self.mac = MacState()
         self.clock = MonotonicClock(0)
         self.mirror: Mirror | None = None
         # what the hot path writes with: ``mirror``, or None while nobody captures (``auto``)
@@ -296,7 +295,7 @@ class Router:
         self.protocol = create_protocol(self.ctx, self.config["protocol"])
         # the runtime exists before extensions attach, so an endpoint agent (nodes.tcpctl) can be
         # plugged into it first
-        self.rt = NodeRuntime(self.ctx, self.protocol, self)
+        self.rt = NodeRuntime(self.ctx, self.protocol, self, self.mac)
         tcpctl = self.config.get("tcpctl")
         if isinstance(tcpctl, Mapping) and tcpctl.get("enabled"):
             from nodes.tcpctl.station import attach
@@ -367,9 +366,7 @@ class Router:
             assert self.loop is not None
             self.loop.call_soon(self._reject_local, frame)
             return
-        self._cookie = cookie = self._cookie + 1
-        self._tx_seq = seq = self._tx_seq + 1
-        self.pending[cookie] = frame
+        seq, cookie = self.mac.send_tx(frame)
         power = frame.tx_power_dbm
         send = self._send_medium
         if send is None:
@@ -471,71 +468,50 @@ class Router:
         self._rearm()
 
     def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
-        n = len(buf)
-        # fast path: a well-formed RX (one unpack for header and body)
-        if n >= _RX_LEN and buf[3] == _RX:
-            magic, version, _, seq, _, src, dst, flags, rssi, snr, noise, plen = _RX_UNPACK(buf)
-            if magic == _MAGIC and version == _VERSION and n == _RX_LEN + plen and plen <= _MAX_PAYLOAD:
-                if seq != self._rx_seq + 1:
-                    self._rx_seq = seq
-                    self._count_malformed("out_of_order")
-                    return
-                self._rx_seq = seq
-                payload = buf[_RX_LEN:]
-                now = _monotonic_ns()
-                if self._capture_check_at <= now:
-                    self._check_capture(now)
-                mirror = self._mirror_live
-                if mirror is not None:
-                    try:
-                        _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
-                    except OSError as exc:
-                        self.io[f"tap_write_error_{exc.errno}"] += 1
-                rt.handle(
-                    FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
-                )
-                return
-        if n == _TX_STATUS_LEN and buf[3] == _TX_STATUS:
-            (magic, version, _, seq, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if (
-                magic == _MAGIC
-                and version == _VERSION
-                and seq == self._rx_seq + 1
-                and (status == _ACKED or status == _SENT)
-                and cookie in self.pending
-            ):
-                self._rx_seq = seq
-                frame = self.pending.pop(cookie)
-                rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-                return
-        mtype, seq, _time_ns = wire.decode_header(buf)  # raises MalformedMessage
-        if seq != self._rx_seq + 1:
-            self._rx_seq = seq
+        """One message from the medium, decoded by ``nodes.formats.medium`` (MalformedMessage:
+        the caller counts it)."""
+        msg = _decode(buf)
+        mac = self.mac
+        if not mac.receive(msg.seq):
             self._count_malformed("out_of_order")
             return
-        self._rx_seq = seq
-        if mtype == wire.TX_STATUS:
-            (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if cookie not in self.pending:
+        if isinstance(msg, _Rx):
+            payload = msg.payload
+            now = _monotonic_ns()
+            if self._capture_check_at <= now:
+                self._check_capture(now)
+            mirror = self._mirror_live
+            if mirror is not None:
+                try:
+                    _write(
+                        self.tap_fd, mirror.rx_frame(msg.src, msg.dst, msg.rssi_dbm, msg.noise_dbm, payload)
+                    )
+                except OSError as exc:
+                    self.io[f"tap_write_error_{exc.errno}"] += 1
+            rt.handle(
+                FromAir(payload, msg.src, msg.dst, msg.rssi_dbm, msg.snr_db, bool(msg.flags & _RX_OVERHEARD)),
+                now - self._epoch_ns,
+            )
+        elif isinstance(msg, _TxStatusMsg):
+            frame = mac.complete(msg.cookie)
+            if frame is None:
                 self._count_malformed("unknown_cookie")
                 return
-            frame = self.pending.pop(cookie)
-            if status == wire.ACKED or status == wire.SENT:
+            status, rts, data, cause = msg.status, msg.rts_attempts, msg.data_attempts, msg.cause
+            if status == _ACKED or status == _SENT:
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
                 return
-            mac = rt.ctx.counters.mac
+            counters = rt.ctx.counters.mac
             if status == wire.FAILED:
-                mac["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
+                counters["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
                 rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
             elif status == wire.REJECTED:
-                mac["rejected"] += 1
+                counters["rejected"] += 1
                 self._reject_local(frame)
             else:
                 self._count_malformed("bad_status")
                 rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-        elif mtype == wire.RX:
-            self._count_malformed("bad_length")
-        elif mtype == wire.WELCOME:
+        elif isinstance(msg, wire.Welcome):
             self._count_malformed("duplicate_welcome")
         else:
             self._count_malformed("unexpected_type")
@@ -545,8 +521,7 @@ class Router:
         rt = self.rt
         assert rt is not None
         rt.ctx.counters.drops["mac_rejected"] += 1
-        if rt.mac_busy is frame:
-            rt.mac_busy = None
+        self.mac.release(frame)
         rt.pump()
         self._rearm()
 
@@ -636,7 +611,11 @@ class Router:
 
     def _periodic_counters(self) -> None:
         assert self.loop is not None
-        if self.lag_probe_interval_s > 0 and not self._probe_on and self._probe_activity() != self._probe_seen:
+        if (
+            self.lag_probe_interval_s > 0
+            and not self._probe_on
+            and self._probe_activity() != self._probe_seen
+        ):
             self._lag_probe()
         if self._activity != self._written_activity:
             self.flush_trace()
@@ -645,8 +624,7 @@ class Router:
 
     # ------------------------------------------------------------------ helpers
     def _next_seq(self) -> int:
-        self._tx_seq += 1
-        return self._tx_seq
+        return self.mac.next_seq()
 
     def _send(self, msg: bytes, sock: socket.socket | None = None) -> None:
         s = sock or self.sock
@@ -660,9 +638,8 @@ class Router:
             self._medium_gone()
 
     def _check_seq(self, seq: int) -> None:
-        if seq != self._rx_seq + 1:
+        if not self.mac.receive(seq):
             self._count_malformed("out_of_order")
-        self._rx_seq = seq
 
     def _count_malformed(self, reason: str) -> None:
         if self.ctx is not None:
@@ -707,9 +684,9 @@ class Router:
             out["runtime"] = {
                 "ifq_len": len(ctx.ifq),
                 "ifq_capacity": ctx.ifq.capacity,
-                "mac_busy": rt.mac_busy is not None,
+                "mac_busy": self.mac.busy is not None,
                 "timers": len(rt.timers),
-                "tx_pending": len(self.pending),
+                "tx_pending": self.mac.n_pending,
             }
         fp = self.fastpath
         if fp is not None:
@@ -719,8 +696,12 @@ class Router:
             out["fastpath"] = {"on": False, "reason": self.fastpath_off_reason}
         tr = self.tracer
         if tr is not None:
-            out["trace"] = {"on": True, "file": os.path.basename(self.trace_path), "records": tr.records,
-                            "reasons": tr.reasons}
+            out["trace"] = {
+                "on": True,
+                "file": os.path.basename(self.trace_path),
+                "records": tr.records,
+                "reasons": tr.reasons,
+            }
         else:
             out["trace"] = {"on": False, "reason": self.trace_off_reason}
         if self.protocol is not None:

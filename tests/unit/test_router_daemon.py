@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,7 +134,7 @@ def test_forward_rx_to_tx_with_mirror(h: Harness) -> None:
     h.status(tx.cookie, wire.ACKED)
     c = h.router.ctx.counters  # type: ignore[union-attr]
     assert c.data_forwarded == 1 and c.mac["tx_ok"] == 1
-    assert h.router.pending == {} and h.router.rt.mac_busy is None  # type: ignore[union-attr]
+    assert h.router.mac.n_pending == 0 and h.router.mac.busy is None
 
 
 def test_one_frame_at_a_time_and_queue(h: Harness) -> None:
@@ -179,6 +180,11 @@ def test_rejected_frees_the_mac_without_telling_the_core(h: Harness) -> None:
         (b"XX" + wire.encode_bye(1)[2:], "bad_magic"),
         (wire.encode_rx(1, 0, 1, 2, b"abc")[:-1], "bad_length"),
         (wire.encode_bye(1)[:3] + b"\x7f" + wire.encode_bye(1)[4:], "bad_type"),
+        (wire.encode_rx(1, 0, 1, 2, b"abc")[:2] + b"\x02" + wire.encode_rx(1, 0, 1, 2, b"abc")[3:], "bad_version"),
+        (wire.encode_rx(1, 0, 1, 2, b"abc") + b"d", "bad_length"),
+        (wire.RX_ST.pack(wire.MAGIC, 1, wire.RX, 1, 0, 1, 2, 0, 0, 0, 0, 2305) + bytes(2305), "oversized"),
+        (wire.encode_tx_status(1, 0, 1, wire.ACKED) + b"\x00", "bad_length"),
+        (b"XX" + wire.encode_tx_status(1, 0, 1, wire.ACKED)[2:], "bad_magic"),
     ],
 )
 def test_malformed_messages_are_counted_and_dropped(h: Harness, garbage: bytes, reason: str) -> None:
@@ -187,6 +193,31 @@ def test_malformed_messages_are_counted_and_dropped(h: Harness, garbage: bytes, 
     # still alive and in sequence
     h.rx(1, 2, ip_packet(1, 3))
     assert isinstance(h.recv(), wire.Tx)
+
+
+@pytest.mark.parametrize(
+    "message,reason",
+    [
+        (lambda seq: wire.encode_welcome(seq, 0, 2, 3, 0, 15.0), "duplicate_welcome"),
+        (lambda seq: wire.encode_tx(seq, 1, 3, b"x"), "unexpected_type"),  # router -> medium only
+        (lambda seq: wire.encode_bye(seq), "unexpected_type"),
+    ],
+)
+def test_well_formed_but_unexpected_messages_are_counted(h: Harness, message: Any, reason: str) -> None:
+    h.send(message(h.next_seq()))
+    assert h.router.ctx.counters.malformed[reason] == 1  # type: ignore[union-attr]
+    h.rx(1, 2, ip_packet(1, 3))  # in sequence after it
+    assert isinstance(h.recv(), wire.Tx)
+
+
+def test_bad_tx_status_fails_the_frame_and_is_counted(h: Harness) -> None:
+    h.rx(1, 2, ip_packet(1, 3, payload=b"a"))
+    tx = h.recv()
+    assert isinstance(tx, wire.Tx)
+    h.status(tx.cookie, 77)  # no such status
+    c = h.router.ctx.counters  # type: ignore[union-attr]
+    assert c.malformed["bad_status"] == 1 and c.mac["tx_failed"] == 1
+    assert h.router.mac.busy is None and h.router.mac.n_pending == 0
 
 
 def test_out_of_order_and_unknown_cookie(h: Harness) -> None:

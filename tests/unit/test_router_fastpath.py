@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from nodes.core.ipv4 import header_checksum_ok, set_header_checksum
+from nodes.core.mac import MacState, WireNumbers
 from nodes.formats import medium as wire
 from nodes.router import fastpath
 from nodes.router.loop import EpollLoop
@@ -401,7 +402,7 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
     fast.fastpath = fp
     taken = declined = python_forwarded = 0
     for i in range(4000):
-        seq = fast._rx_seq + 1
+        seq = fast.mac.rx_seq + 1
         dst = rng.choice([3, 4, 5, ME, 9, 300])
         m = bytearray(wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 2, 1, 0]), ident=i,
                                                         size=rng.choice([20, 40, 120, 1040])),
@@ -416,9 +417,7 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             m += bytes(rng.randrange(1, 30))
         msg = bytes(m)
         # the fast path, MAC idle
-        fp.st.native_cookie = 0
-        fp.st.q_head = fp.st.q_count = 0
-        fast.rt.mac_busy = None  # type: ignore[union-attr]
+        assert fp.st.native_cookie == 0 and fp.st.q_count == 0 and fast.mac.busy is None
         fast_medium.send(msg)
         before = fp.st.n_forwarded
         events = fp.poll(0.0)  # the message is queued already: one look
@@ -427,15 +426,17 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             taken += 1
             assert not fp.st.has_msg and not events
             c_tx = wire.decode(fast_medium.recv(65536))
-            fast.pending.clear()
+            assert isinstance(c_tx, wire.Tx) and fast.mac.is_pending(c_tx.cookie)  # adopted
+            assert fast.mac.complete(c_tx.cookie) is fast.mac.busy  # as its TX_STATUS would
+            fast.mac.done()
         else:
             declined += 1
             assert events and fp.st.has_msg and fp.take() == msg  # handed over unchanged
-            fast._rx_seq = seq  # as if Python had handled it
+            assert fast.mac.receive(seq)  # as if Python had handled it
         fast.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
         # the Python path on the same message, MAC idle
-        py._rx_seq = seq - 1
-        py.rt.mac_busy = None  # type: ignore[union-attr]
+        # a MAC idle and expecting this message next
+        py.mac = py.rt.mac = MacState(WireNumbers(seq - 1, py.mac.tx_seq, py.mac.cookie))  # type: ignore[union-attr]
         try:
             py._on_message(msg, py.rt)  # type: ignore[arg-type]
         except wire.MalformedMessage:
@@ -446,7 +447,6 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             python_forwarded += 1
         except BlockingIOError:
             pass
-        py.pending.clear()
         py.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
         if c_tx is not None:
             assert isinstance(c_tx, wire.Tx) and isinstance(py_tx, wire.Tx), (i, msg.hex())
