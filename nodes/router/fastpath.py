@@ -36,6 +36,7 @@ from nodes.core.addr import MAX_STATIONS, station_ip_int
 from nodes.core.events import Frame
 from nodes.core.mac import WireNumbers
 from nodes.formats import medium as wire
+from nodes.router.config import FastpathMode
 
 if TYPE_CHECKING:
     from nodes.router.main import Router
@@ -45,7 +46,6 @@ ABI = 2
 LIBRARY = Path(__file__).resolve().parent / "native" / "libmtfast.so"
 ENV_LIBRARY = "MANET_FASTPATH_LIB"
 ENV_MODE = "MANET_FASTPATH"
-MODES = ("auto", "off")
 MAX_EVENTS = 16
 SLOT_PREFIX = 16
 """Bytes before the TX message in a queue slot: enqueue time (int64 ns), payload length (uint32)."""
@@ -145,18 +145,12 @@ def load_library(path: str | os.PathLike[str] | None = None) -> Any:
     return lib
 
 
-def fastpath_mode(config_value: Any) -> str:
-    """``fastpath`` router config (``"auto"`` default, ``"off"``; booleans mean auto/off); the
-    environment variable ``MANET_FASTPATH=off`` wins."""
+def fastpath_mode(configured: FastpathMode) -> FastpathMode:
+    """The router config's ``fastpath`` (nodes/router/config.py), unless the environment variable
+    ``MANET_FASTPATH=off`` turns the fast path off."""
     if os.environ.get(ENV_MODE, "").lower() in ("off", "0", "false", "no"):
         return "off"
-    if config_value is None:
-        return "auto"
-    if isinstance(config_value, bool):
-        return "auto" if config_value else "off"
-    if config_value not in MODES:
-        raise ValueError(f"router config: fastpath must be one of {MODES} or a boolean, got {config_value!r}")
-    return str(config_value)
+    return configured
 
 
 def why_not(router: Router) -> str | None:

@@ -23,6 +23,7 @@ import pytest
 from nodes.core import ipv4
 from nodes.core.addr import station_ip_bytes
 from nodes.formats import medium as wire
+from nodes.router.config import RouterConfig
 from nodes.router.loop import EpollLoop
 from nodes.router.main import EXIT_CONFIG, EXIT_MEDIUM_GONE, EXIT_OK, Router, run
 
@@ -57,7 +58,7 @@ class Harness:
             "out_dir": str(tmp),
             "mirror": mirror,
         }
-        self.router = r = Router(config, logging.getLogger("nodes.router.sta2"))
+        self.router = r = Router(RouterConfig.from_json(config), logging.getLogger("nodes.router.sta2"))
         self.tun_r, r.tun_fd = os.pipe()
         os.set_blocking(self.tun_r, False)
         # the TAP keeps frame boundaries: a datagram socketpair does too
@@ -388,17 +389,6 @@ def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> 
         assert forward() == 0
     finally:
         h.close()
-
-
-@pytest.mark.parametrize(
-    "value,mode",
-    [(True, "always"), (False, "off"), ("auto", "auto"), ({"enabled": False}, "off"),
-     ({"mode": "always", "freq_mhz": 5180}, "always")],
-)
-def test_mirror_config(value: object, mode: str) -> None:
-    from nodes.router.main import mirror_config
-
-    assert mirror_config(value)[0] == mode
 
 
 def test_mirror_config_rejects_unknown_mode(tmp_path: Path) -> None:
