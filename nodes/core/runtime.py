@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Protocol
 
 from nodes.core.clock import Scheduler
@@ -63,8 +64,9 @@ class Endpoint(Protocol):
 
     Every packet from the kernel goes through ``on_outbound`` (return ``ToNetwork(p)`` to pass it
     on, nothing to withhold it) and every packet for the kernel through ``on_inbound`` (return
-    ``ToKernel(p)``). Timers whose key is a tuple starting with ``ENDPOINT_TIMER`` go to
-    ``on_timer``. The agent may return any other action too (e.g. ``Send``).
+    ``ToKernel(p)``). Timers whose key is an ``EndpointTimer`` (or, for the extensions' own
+    timers, a tuple starting with ``ENDPOINT_TIMER``) go to ``on_timer``. The agent may return any
+    other action too (e.g. ``Send``).
     """
 
     def on_outbound(self, packet: bytes, now_ns: int) -> list[Action]: ...
@@ -74,10 +76,23 @@ class Endpoint(Protocol):
     def on_timer(self, key: Hashable, now_ns: int) -> list[Action]: ...
 
 
-ENDPOINT_TIMER = "endpoint"
-"""First element of the timer keys routed to the endpoint agent."""
+class EndpointTimer:
+    """Base class of the endpoint agent's timer keys (frozen dataclasses, e.g. the agent's
+    ``ThawTimer(conn)``): the runtime routes them to ``Endpoint.on_timer``, never to the core."""
 
-_JITTER = "__jitter__"
+    __slots__ = ()
+
+
+ENDPOINT_TIMER = "endpoint"
+"""First element of an extension's own endpoint timer key, ``("endpoint", <extension>, ...)``:
+routed to the endpoint agent like an ``EndpointTimer`` (the extensions' keys are still tuples)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JitterTimer:
+    """The runtime's own timer: a ``Send(jitter_ns > 0)`` whose frame enters the queue when it fires."""
+
+    n: int
 
 
 class NodeRuntime:
@@ -91,7 +106,7 @@ class NodeRuntime:
         #: the MAC's state (the frame it holds; in the router also the medium's numbers and cookies)
         self.mac = mac if mac is not None else MacState()
         self.endpoint: Endpoint | None = None
-        self._jitter_frames: dict[Hashable, Frame] = {}
+        self._jitter_frames: dict[JitterTimer, Frame] = {}
         self._jitter_seq = itertools.count()
         #: the per-packet trace (nodes.core.trace), or None when off
         self.tracer: Tracer | None = None
@@ -132,10 +147,13 @@ class NodeRuntime:
     def fire_due(self, now_ns: int) -> None:
         self._now_ns = now_ns
         for key in self.timers.pop_due(now_ns):
-            if isinstance(key, tuple) and key and key[0] == _JITTER:
+            if isinstance(key, JitterTimer):
                 frame = self._jitter_frames.pop(key)
                 self._enqueue(frame, now_ns)
-            elif self.endpoint is not None and isinstance(key, tuple) and key and key[0] == ENDPOINT_TIMER:
+            elif self.endpoint is not None and (
+                isinstance(key, EndpointTimer)
+                or (isinstance(key, tuple) and key and key[0] == ENDPOINT_TIMER)
+            ):
                 self.apply(self.endpoint.on_timer(key, now_ns), now_ns)
             else:
                 self.handle(Timer(key), now_ns)
@@ -150,7 +168,7 @@ class NodeRuntime:
         for a in actions:
             if isinstance(a, Send):
                 if a.jitter_ns > 0:
-                    key = (_JITTER, next(self._jitter_seq))
+                    key = JitterTimer(next(self._jitter_seq))
                     self._jitter_frames[key] = a.frame
                     self.timers.set(key, now_ns + a.jitter_ns)
                 else:

@@ -30,14 +30,15 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodes.core.events import Action, Drop, SetTimer, ToNetwork
 from nodes.core.protocol import NodeContext
-from nodes.core.runtime import NodeRuntime
+from nodes.core.runtime import EndpointTimer, NodeRuntime
 from nodes.router.config import TcpctlConfig
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent
+from nodes.tcpctl.agent import ConnId, EndpointAgent
 from nodes.tcpctl.api import Abra, FixedAfterTwo, Standard, TcpControl, make_endpoint
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,14 @@ def conn_from_str(s: str) -> ConnId:
     lip, lport = local.rsplit(":", 1)
     rip, rport = remote.rsplit(":", 1)
     return ConnId(socket.inet_aton(lip), int(lport), socket.inet_aton(rip), int(rport))
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTimer(EndpointTimer):
+    """``drop_next``: report the dropped segment ``seq`` of ``conn`` to the agent when it fires."""
+
+    conn: ConnId
+    seq: int
 
 
 class StationEndpoint:
@@ -75,9 +84,8 @@ class StationEndpoint:
         return self._filter(self.agent.on_inbound(packet, now_ns), now_ns)
 
     def on_timer(self, key: Hashable, now_ns: int) -> list[Action]:
-        assert isinstance(key, tuple)
-        if key[1] == "tcpctl_report":
-            _, _, cid, seq = key
+        if isinstance(key, ReportTimer):
+            cid, seq = key.conn, key.seq
             acts = self.agent.retransmit(cid, seq, now_ns)
             self.events.append(
                 {
@@ -110,7 +118,7 @@ class StationEndpoint:
                         if self.trace_ports:
                             self._record(a.packet, "drop", now_ns)
                         out.append(Drop(a.packet, "tcpctl_injected_drop"))
-                        out.append(SetTimer((ENDPOINT, "tcpctl_report", cid, t.seq), now_ns + delay))
+                        out.append(SetTimer(ReportTimer(cid, t.seq), now_ns + delay))
                         continue
                 if self.trace_ports:
                     self._record(a.packet, "out", now_ns)

@@ -16,8 +16,8 @@ from nodes.extensions import attach_extensions
 from nodes.extensions.elfn import OPT_ELFN, Elfn, ElfnEntry, ElfnOption, ElfnState, IllegalTransition
 from nodes.protocols.aodv.messages import Rerr
 from nodes.protocols.dsr import create
-from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import DsrOption, RawOption, RouteError, decode_options, parse
+from nodes.protocols.dsr.srcroute import add_source_route
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId, EndpointAgent, HoldMode
 from nodes.tcpctl.api import TcpControl

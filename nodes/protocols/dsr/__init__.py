@@ -11,8 +11,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.core.protocol import NodeContext, params_from_dict
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.params import DsrParams
+
+# Transitional: ``nodes.extensions`` (bead, elfn, epln) still import ``dsr.fastpath``, the former
+# name of ``srcroute`` ("fastpath" is the router's native forwarding path, nodes/router/fastpath.py).
+# Remove with those three imports once the typed-events branch (which rewrites them) is merged.
+fastpath = srcroute
 
 __all__ = ["DsrParams", "DsrRouting", "create"]
 

@@ -4,7 +4,7 @@ A sans-I/O state machine (STYLE.md): ``on_event(event, now_ns) -> list[Action]``
 structures of this package, one per file: the route cache (``route_cache``), the send buffer
 (``send_buffer``), the route request table (``request_table``), the gratuitous reply table
 (``grat_reply_table``) and the maintenance buffer (``maintenance``, network-layer ACKs only).
-Data packets are handled on raw bytes (``fastpath``); control packets with the ``options`` codec.
+Data packets are handled on raw bytes (``srcroute``); control packets with the ``options`` codec.
 
 Route Maintenance uses the MAC's TX status (docs/interfaces.md: ``TxStatus.ok``), which is what
 ns-2's DSR used (link-layer feedback from 802.11).
@@ -33,7 +33,7 @@ from nodes.core.events import (
     TxStatus,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.grat_reply_table import GratReplyTable
 from nodes.protocols.dsr.maintenance import MaintenanceBuffer
 from nodes.protocols.dsr.options import (
@@ -89,7 +89,7 @@ def full_route(dp: DsrPacket, sr: SourceRoute) -> Path:
 def next_pos(sr: SourceRoute) -> int:
     """Index, in :func:`full_route`, of the node a packet with this option is travelling to."""
     head = 1 if sr.salvage == 0 else 0
-    return head + fastpath.next_index(len(sr.addresses), sr.segs_left)
+    return head + srcroute.next_index(len(sr.addresses), sr.segs_left)
 
 
 class DsrRouting(RoutingProtocol):
@@ -214,8 +214,8 @@ class DsrRouting(RoutingProtocol):
         control = kind != "data"
         if self.p.network_acks and next_hop != BROADCAST and kind != "ack":
             self.ack_id = (self.ack_id + 1) & 0xFFFF
-            packet = fastpath.insert_option(
-                fastpath.remove_option_type(packet, OPT_ACKREQ), AckRequest(self.ack_id).encode()
+            packet = srcroute.insert_option(
+                srcroute.remove_option_type(packet, OPT_ACKREQ), AckRequest(self.ack_id).encode()
             )
             meta["ack_id"] = self.ack_id
         frame = Frame(packet, next_hop, control=control, meta={"dsr": kind, **meta})
@@ -286,7 +286,7 @@ class DsrRouting(RoutingProtocol):
 
     def _send_data(self, inner: bytes, route: Path) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
-        pkt = fastpath.add_source_route(inner, route[1:-1])
+        pkt = srcroute.add_source_route(inner, route[1:-1])
         self._emit("on_route_sent", route=route, next_hop=route[1], kind="data")
         self._send(pkt, route[1], "data")
 
@@ -579,7 +579,7 @@ class DsrRouting(RoutingProtocol):
             elif kind == "ack":
                 c.routing_received["ack"] += 1
             return
-        inner = fastpath.strip(ev.packet)
+        inner = srcroute.strip(ev.packet)
         c.data_delivered += 1
         self._out.append(DeliverLocal(inner))
         self._emit("on_local_deliver", packet=inner, src=dp.src)
@@ -591,7 +591,7 @@ class DsrRouting(RoutingProtocol):
         if not ipv4.decrement_ttl(buf):
             self._drop(ev.packet, "ttl_expired", path)
             return
-        fastpath.advance(buf, fastpath.find_source_route(buf, dp.ihl))
+        srcroute.advance(buf, srcroute.find_source_route(buf, dp.ihl))
         sl = sr.segs_left - 1
         nh = sr.addresses[len(sr.addresses) - sl] if sl else path[-1]
         if kind != "data":
@@ -720,7 +720,7 @@ class DsrRouting(RoutingProtocol):
         has_rerr = dp.find(RouteError) is not None
         if kind == "data" and origin == self.me and sr.salvage == 0:
             # Our own data packet: route it again (cache or discovery); not a salvage.
-            self._originate(fastpath.strip(pkt), dp.dst)
+            self._originate(srcroute.strip(pkt), dp.dst)
             return
         if origin != self.me:
             back = tuple(reversed(path[:j]))
@@ -741,9 +741,9 @@ class DsrRouting(RoutingProtocol):
             if route is None:
                 self._drop(pkt, "link_failure", path)
                 return
-            new_sr = fastpath.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
+            new_sr = srcroute.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
             self._send(
-                fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr),
+                srcroute.replace_source_route(pkt, srcroute.find_source_route(pkt, dp.ihl), new_sr),
                 route[1],
                 kind,
             )
@@ -768,8 +768,8 @@ class DsrRouting(RoutingProtocol):
         self._emit("on_cache_use", dst=dp.dst, route=route)
         # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
         addrs = (self.me,) + route[1:-1]
-        new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
-        new = fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr)
+        new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
+        new = srcroute.replace_source_route(pkt, srcroute.find_source_route(pkt, dp.ihl), new_sr)
         self.ctx.counters.extra["salvaged"] += 1
         self._emit("on_packet_salvaged", packet=new, old_route=path, new_route=route, salvage=sr.salvage + 1)
         self._emit("on_route_sent", route=route, next_hop=route[1], kind=kind)
@@ -852,11 +852,11 @@ class DsrRouting(RoutingProtocol):
             if ip_to_station(ipv4.src(inner)) == self.me:
                 self._send_data(inner, r)
                 return
-            pkt = fastpath.add_source_route(inner, r[1:-1])
+            pkt = srcroute.add_source_route(inner, r[1:-1])
             addrs = (self.me,) + r[1:-1]
-            new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, 1)
-            pkt = fastpath.replace_source_route(
-                pkt, fastpath.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
+            new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, 1)
+            pkt = srcroute.replace_source_route(
+                pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
             )
             self._emit("on_route_sent", route=r, next_hop=r[1], kind="data")
             self._send(pkt, r[1], "data", salvaged=1)

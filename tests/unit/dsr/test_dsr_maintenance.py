@@ -8,8 +8,8 @@ from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route
 
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
 from nodes.core.sim import DEFAULT_FAIL_NS
-from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
+from nodes.protocols.dsr.srcroute import add_source_route
 
 
 def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, **kw: object):  # type: ignore[no-untyped-def]
