@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from test_core_runtime import make
+
 from nodes.core.events import Action, Frame, Send, SetTimer, Timer
 from nodes.core.runtime import ENDPOINT_TIMER, EndpointTimer, JitterTimer
 from nodes.tcpctl.agent import ConnId, PollTimer, ThawTimer
 from nodes.tcpctl.station import ReportTimer
-from test_core_runtime import make
 
 CID = ConnId(b"\x0a\x00\x00\x01", 40000, b"\x0a\x00\x00\x03", 5201)
 
