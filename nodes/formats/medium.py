@@ -336,7 +336,7 @@ def decode(buf: bytes) -> Message:
         f = _RX_UNPACK(buf)
         plen = f[11]
         if f[0] == MAGIC and f[1] == VERSION and n == _RX_LEN + plen and plen <= MAX_PAYLOAD:
-            return _new(Rx, (f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], bytes(buf[_RX_LEN:])))
+            return _new(Rx, (*f[3:11], bytes(buf[_RX_LEN:])))
     elif n == _TX_STATUS_LEN and buf[3] == TX_STATUS:
         f = _TX_STATUS_UNPACK(buf)
         if f[0] == MAGIC and f[1] == VERSION:

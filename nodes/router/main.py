@@ -400,28 +400,25 @@ class Router:
             self._count_malformed("out_of_order")
             return
         if isinstance(msg, _Rx):
-            payload = msg.payload
+            _, _, src, dst, flags, rssi, snr, noise, payload = msg  # one unpack: cheaper than 8 getattrs
             now = _monotonic_ns()
             if self._capture_check_at <= now:
                 self._check_capture(now)
             mirror = self._mirror_live
             if mirror is not None:
                 try:
-                    _write(
-                        self.tap_fd, mirror.rx_frame(msg.src, msg.dst, msg.rssi_dbm, msg.noise_dbm, payload)
-                    )
+                    _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
                 except OSError as exc:
                     self.io[f"tap_write_error_{exc.errno}"] += 1
             rt.handle(
-                FromAir(payload, msg.src, msg.dst, msg.rssi_dbm, msg.snr_db, bool(msg.flags & _RX_OVERHEARD)),
-                now - self._epoch_ns,
+                FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
             )
         elif isinstance(msg, _TxStatusMsg):
-            frame = mac.complete(msg.cookie)
+            _, _, cookie, status, rts, data, cause, _, _ = msg
+            frame = mac.complete(cookie)
             if frame is None:
                 self._count_malformed("unknown_cookie")
                 return
-            status, rts, data, cause = msg.status, msg.rts_attempts, msg.data_attempts, msg.cause
             if status == _ACKED or status == _SENT:
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
                 return
