@@ -240,7 +240,7 @@ class FastPath:
         self.calls += 1
         n = self._wait(self._st_ref, deadline, self._fds, self._evs, MAX_EVENTS)
         mac.resume(WireNumbers(st.rx_seq, st.tx_seq, st.cookie))
-        r._capture_check_at = st.capture_check_at
+        r.capture_checked(st.capture_check_at)
         self.sync()
         if st.native_cookie or st.q_count:
             self._adopt()
@@ -260,10 +260,7 @@ class FastPath:
             c.data_forwarded += fwd - seen[0]
             if ok != seen[1]:
                 c.mac["tx_ok"] += ok - seen[1]
-            r = self.router
-            r.n_medium_rx += mrx - seen[2]
-            r._activity += mrx - seen[2]
-            r.n_medium_tx += mtx - seen[3]
+            self.router.count_medium(mrx - seen[2], mtx - seen[3])
             self._seen = [fwd, ok, mrx, mtx]
 
     def _adopt(self) -> None:

@@ -543,6 +543,17 @@ class Router:
             self.write_counters()
         self.loop.call_later(self.counters_interval_s, self._periodic_counters)
 
+    # ------------------------------------------------------------------ the native fast path's returns
+    def count_medium(self, rx: int, tx: int) -> None:
+        """Messages the native fast path received from and sent to the medium since its last return."""
+        self.n_medium_rx += rx
+        self._activity += rx
+        self.n_medium_tx += tx
+
+    def capture_checked(self, next_check_ns: int) -> None:
+        """The native fast path looked at ``/proc/net/packet`` (no capture): next look due then."""
+        self._capture_check_at = next_check_ns
+
     # ------------------------------------------------------------------ the control socket's shell
     def now_ns(self) -> int:
         """Router time (the medium's clock)."""
