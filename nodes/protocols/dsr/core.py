@@ -13,6 +13,7 @@ ns-2's DSR used (link-layer feedback from 802.11).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nodes.core import ipv4
@@ -60,10 +61,34 @@ from nodes.protocols.dsr.request_table import Discovery, RequestTable
 from nodes.protocols.dsr.route_cache import Path, loop_free, make_cache
 from nodes.protocols.dsr.send_buffer import Buffered, SendBuffer
 
-T_RREQ = "dsr-rreq"
-T_SENDBUF = "dsr-sendbuf"
-T_REPLY = "dsr-reply"
-T_ACK = "dsr-ack"
+
+# ------------------------------------------------------------------ timer keys (one type per timer)
+@dataclass(frozen=True, slots=True)
+class RreqTimer:
+    """No ROUTE REPLY for ``target`` within the request period: send the next request (8.2.1)."""
+
+    target: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendBufferTimer:
+    """The send buffer's oldest packet times out (``send_buffer_timeout``, section 8.2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTimer:
+    """A cached ROUTE REPLY to ``initiator``'s request ``rreq_id`` is due (its 8.2.5 delay)."""
+
+    initiator: int
+    rreq_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class AckTimer:
+    """No acknowledgement ``ack_id`` within the maintenance timeout (passive or network-layer)."""
+
+    ack_id: int
+
 
 SNOOP_REFRESH_NS = 1_000_000_000
 """A route snooped from a forwarded packet is re-added to the cache at most once a second (the
@@ -292,7 +317,7 @@ class DsrRouting(RoutingProtocol):
 
     def _arm_send_buffer(self) -> None:
         t = self.send_buffer.next_expiry_ns()
-        self._out.append(SetTimer((T_SENDBUF,), t) if t is not None else CancelTimer((T_SENDBUF,)))
+        self._out.append(SetTimer(SendBufferTimer(), t) if t is not None else CancelTimer(SendBufferTimer()))
 
     def _flush_send_buffer(self) -> None:
         """Send what waits for destinations that now have a route (discovery done)."""
@@ -303,7 +328,7 @@ class DsrRouting(RoutingProtocol):
             d = self.requests.finish(dst)
             if d is not None:
                 self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
-                self._out.append(CancelTimer((T_RREQ, dst)))
+                self._out.append(CancelTimer(RreqTimer(dst)))
             for b in self.send_buffer.take(dst):
                 self._emit("on_cache_use", dst=dst, route=route)
                 self._send_data(b.packet, route)
@@ -338,7 +363,7 @@ class DsrRouting(RoutingProtocol):
                 p.request_period_ns if d.tries == 1 else min(2 * d.backoff_ns, p.max_request_period_ns)
             )
             wait = d.backoff_ns
-        self._out.append(SetTimer((T_RREQ, d.target), self._now + wait))
+        self._out.append(SetTimer(RreqTimer(d.target), self._now + wait))
 
     def _rreq_timeout(self, target: int) -> None:
         d = self.requests.discovery(target)
@@ -412,7 +437,7 @@ class DsrRouting(RoutingProtocol):
             self._send_rrep(full)
             return
         self.pending_replies[(initiator, rreq_id)] = (full, hops)
-        self._out.append(SetTimer((T_REPLY, initiator, rreq_id), self._now + delay))
+        self._out.append(SetTimer(ReplyTimer(initiator, rreq_id), self._now + delay))
 
     def _send_rrep(self, full: Path, *, grat: bool = False) -> None:
         """Originate a Route Reply for ``full`` (initiator ... target), this node on it, sent back
@@ -501,7 +526,7 @@ class DsrRouting(RoutingProtocol):
                     self.add_route((self.me, o.ack_src), primary=False)
                     pend = self.maint.pop(o.ack_id)
                     if pend is not None:
-                        self._out.append(CancelTimer((T_ACK, o.ack_id)))
+                        self._out.append(CancelTimer(AckTimer(o.ack_id)))
             elif isinstance(o, AckRequest):
                 # Section 8.3.3: acknowledge to the previous hop unless the packet carries an ACK.
                 if dp.find(Ack) is None:
@@ -648,7 +673,7 @@ class DsrRouting(RoutingProtocol):
         for key, (full, hops) in list(self.pending_replies.items()):
             if key[0] == dp.src and full[-1] == dp.dst and len(path) - 1 < hops:
                 del self.pending_replies[key]
-                self._out.append(CancelTimer((T_REPLY, *key)))
+                self._out.append(CancelTimer(ReplyTimer(*key)))
                 self.ctx.counters.extra["cached_replies_cancelled"] += 1
 
     # ------------------------------------------------------------------ route maintenance
@@ -659,7 +684,7 @@ class DsrRouting(RoutingProtocol):
         ack_id = f.meta.get("ack_id")
         if ev.ok:
             if ack_id is not None and self.maint.get(ack_id) is not None:
-                self._out.append(SetTimer((T_ACK, ack_id), self._now + self.p.passive_ack_timeout_ns))
+                self._out.append(SetTimer(AckTimer(ack_id), self._now + self.p.passive_ack_timeout_ns))
             return
         if ack_id is not None:
             self.maint.pop(ack_id)
@@ -687,7 +712,7 @@ class DsrRouting(RoutingProtocol):
         nh = frame.next_hop
         queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh and "dsr" in f.meta)
         for pend in self.maint.remove_next_hop(nh):
-            self._out.append(CancelTimer((T_ACK, pend.ack_id)))
+            self._out.append(CancelTimer(AckTimer(pend.ack_id)))
         self.ctx.counters.extra["link_failures"] += 1
         self._emit("on_link_failure", frame=frame, link=(self.me, nh), queued=queued)
         self.cache.remove_link(self.me, nh, self._now)
@@ -865,20 +890,18 @@ class DsrRouting(RoutingProtocol):
 
     # ------------------------------------------------------------------ timers and queue
     def _timer(self, key: object) -> None:
-        if not isinstance(key, tuple) or not key:
-            return
-        if key[0] == T_RREQ:
-            self._rreq_timeout(key[1])
-        elif key[0] == T_SENDBUF:
+        if isinstance(key, RreqTimer):
+            self._rreq_timeout(key.target)
+        elif isinstance(key, SendBufferTimer):
             for b in self.send_buffer.expire(self._now):
                 self._expired(b)
             self._arm_send_buffer()
-        elif key[0] == T_REPLY:
-            pending = self.pending_replies.pop((key[1], key[2]), None)
+        elif isinstance(key, ReplyTimer):
+            pending = self.pending_replies.pop((key.initiator, key.rreq_id), None)
             if pending is not None:
                 self._send_rrep(pending[0])
-        elif key[0] == T_ACK:
-            self._ack_timeout(key[1])
+        elif isinstance(key, AckTimer):
+            self._ack_timeout(key.ack_id)
 
     def _expired(self, b: Buffered) -> None:
         self._drop(b.packet, "send_buffer_timeout", None)

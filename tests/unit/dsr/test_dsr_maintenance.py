@@ -8,6 +8,7 @@ from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route
 
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
 from nodes.core.sim import DEFAULT_FAIL_NS
+from nodes.protocols.dsr.core import AckTimer
 from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
 from nodes.protocols.dsr.srcroute import add_source_route
 
@@ -191,13 +192,13 @@ def test_network_layer_acks_retransmit_then_link_failure() -> None:
     t = 1_000_000
     for _retry in range(2):
         acts = c.on_event(TxStatus(frame, True), t)
-        assert SetTimer(("dsr-ack", 1), t + 100 * NS_PER_MS) in acts
+        assert SetTimer(AckTimer(1), t + 100 * NS_PER_MS) in acts
         t += 100 * NS_PER_MS
-        acts = c.on_event(Timer(("dsr-ack", 1)), t)
+        acts = c.on_event(Timer(AckTimer(1)), t)
         assert [a.frame.packet for a in acts if isinstance(a, Send)] == [frame.packet]
     acts = c.on_event(TxStatus(frame, True), t)
     t += 100 * NS_PER_MS
-    acts = c.on_event(Timer(("dsr-ack", 1)), t)
+    acts = c.on_event(Timer(AckTimer(1)), t)
     errs = [parse(a.frame.packet).find(RouteError) for a in acts if isinstance(a, Send)]
     assert len(errs) == 1 and isinstance(errs[0], RouteError) and errs[0].link == (2, 3)
 
