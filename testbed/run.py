@@ -30,6 +30,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from nodes.core.ipip import WiredRoute
+from nodes.router.config import ExtensionConfig, ProtocolConfig, RouterConfig
 from testbed import cleanup, netns, procs, traffic
 from testbed import tcpctl as tcpctl_glue
 from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
@@ -86,32 +88,31 @@ def router_config(
     out_dir: Path,
     routes: dict[int, dict[int, int]] | None,
     tcpctl: tcpctl_glue.RunTcpCtl | None = None,
-    wired: dict[str, object] | None = None,
-) -> dict[str, Any]:
-    protocol: dict[str, Any] = {"name": sc.routing.protocol, "params": dict(sc.routing.params)}
-    if sc.routing.protocol == "static":
-        protocol["routes"] = {str(d): nh for d, nh in sorted((routes or {}).get(sid, {}).items())}
-    cfg = {
-        "run_id": run_id,
-        "station_id": sid,
-        "n_stations": sc.stations.count,
-        "seed": seed,
-        "medium_socket": str(state / "medium.sock"),
-        "protocol": protocol,
-        "extensions": [
-            {"name": ext, "params": sc.routing.extension_params.get(ext, {})} for ext in sc.routing.extensions
-        ],
-        "ifq_len": sc.routing.ifq_len,
-        "promiscuous": sc.routing.promiscuous,
-        "trace": sc.routing.trace,
-        "out_dir": str(out_dir),
-    }
-    if wired is not None:
-        cfg["wired"] = wired
-    tc = tcpctl_glue.router_config(tcpctl, state, sid)
-    if tc is not None:
-        cfg["tcpctl"] = tc
-    return cfg
+    wired: WiredRoute | None = None,
+) -> RouterConfig:
+    """Station ``sid``'s router config (docs/interfaces.md section 4); ``.to_json()`` travels."""
+    return RouterConfig(
+        station_id=sid,
+        medium_socket=str(state / "medium.sock"),
+        protocol=ProtocolConfig(
+            sc.routing.protocol,
+            dict(sc.routing.params),
+            dict(sorted((routes or {}).get(sid, {}).items())) if sc.routing.protocol == "static" else None,
+        ),
+        out_dir=str(out_dir),
+        run_id=run_id,
+        n_stations=sc.stations.count,
+        seed=seed,
+        extensions=tuple(
+            ExtensionConfig(ext, dict(sc.routing.extension_params.get(ext, {})))
+            for ext in sc.routing.extensions
+        ),
+        ifq_len=sc.routing.ifq_len,
+        promiscuous=sc.routing.promiscuous,
+        trace=sc.routing.trace,
+        tcpctl=tcpctl_glue.router_config(tcpctl, state, sid),
+        wired=wired,
+    )
 
 
 def gateway_sysctls(sysctls: dict[str, str]) -> dict[str, str]:
@@ -431,7 +432,7 @@ class Testbed:
                 self.tcpctl,
                 wired_cfg,
             )
-            write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg)
+            write_json(res.dir / "routers" / f"sta{sid}.config.json", cfg.to_json())
             items.append(
                 {
                     "station": sid,
@@ -439,7 +440,7 @@ class Testbed:
                     "sysctls": gateway_sysctls(sysctls)
                     if self.wired and self.wired.gateway == sid
                     else sysctls,
-                    "config": cfg,
+                    "config": cfg.to_json(),
                     "log": str(res.dir / "logs" / f"sta{sid}.log"),
                 }
             )

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nodes.extensions import needs_of
+from nodes.router.config import TcpctlConfig
 from topologies.scenario import Scenario
 
 
@@ -58,11 +58,11 @@ def load(sc: Scenario, run_id: str) -> RunTcpCtl:
     return RunTcpCtl(run_id, str(loaded.pin_dir), agent, names)
 
 
-def router_config(rt: RunTcpCtl | None, state: Path, sid: int) -> dict[str, Any] | None:
+def router_config(rt: RunTcpCtl | None, state: Path, sid: int) -> TcpctlConfig | None:
     """The router's ``tcpctl`` key (docs/tcpctl.md), or None when the agent is off."""
     if rt is None or not rt.agent:
         return None
-    return {"enabled": True, "bpf": True, "control_socket": str(state / f"sta{sid}.tcpctl.sock")}
+    return TcpctlConfig(bpf=True, control_socket=str(state / f"sta{sid}.tcpctl.sock"))
 
 
 def clean_leftovers(live: set[str], run_ids: list[str] | None = None) -> list[str]:

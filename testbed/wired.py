@@ -21,6 +21,7 @@ namespaces removes the bridges and veths (testbed/cleanup.py).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nodes.core.ipip import WiredRoute
 from topologies.wired import WIRED_MTU, Wired
 
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
@@ -138,11 +140,11 @@ class WiredSegment:
     def db_sock(self) -> str:
         return f"unix:{self.ovs_dir / 'db.sock'}"
 
-    def router_config(self) -> dict[str, object] | None:
+    def router_config(self) -> WiredRoute | None:
         """The routers' ``wired`` key (nodes/core/ipip.py), or None without a gateway."""
         if self.gateway is None:
             return None
-        return {"subnet": str(self.wired.subnet), "gateway": self.gateway}
+        return WiredRoute(ipaddress.IPv4Network(self.wired.subnet), self.gateway)
 
     def plan_ports(self) -> list[Port]:
         """Every veth of the segment, ports numbered per switch in link order (Mininet's scheme)."""

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from nodes.formats import medium as wire  # noqa: E402
+from nodes.router.config import RouterConfig  # noqa: E402
 from nodes.router.loop import EpollLoop  # noqa: E402
 from nodes.router.main import Router  # noqa: E402
 
@@ -72,7 +73,7 @@ def make_router(real_devices: bool, mirror: str | bool, out_dir: str, fastpath: 
         "fastpath": fastpath, "trace": trace,
     }
     log = logging.getLogger("nodes.router.sta2")
-    r = Router(config, log)
+    r = Router(RouterConfig.from_json(config), log)
     if real_devices:
         r.setup_devices()
     else:

@@ -75,16 +75,6 @@ class WiredRoute:
     subnet: ipaddress.IPv4Network
     gateway: int
 
-    @classmethod
-    def from_config(cls, value: object) -> WiredRoute:
-        """From the router config's ``wired`` key: ``{"subnet": "10.1.0.0/24", "gateway": 2}``."""
-        if not isinstance(value, dict):
-            raise ValueError(f"router config: wired must be a mapping, got {value!r}")
-        gw = value.get("gateway")
-        if not isinstance(gw, int) or isinstance(gw, bool) or not 1 <= gw <= 0xFFFE:
-            raise ValueError(f"router config: wired.gateway must be a station id, got {gw!r}")
-        return cls(ipaddress.IPv4Network(str(value.get("subnet"))), gw)
-
     def tunnel_end(self, packet: bytes) -> int | None:
         """The station a packet from the local kernel must be tunnelled to, or None: no tunnel.
 

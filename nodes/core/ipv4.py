@@ -1,7 +1,7 @@
-"""Raw-bytes IPv4 helpers for the data fast path (struct and slicing, no scapy).
+"""Raw-bytes IPv4 helpers for the routers' data path (struct and slicing, no scapy).
 
 scapy costs about 120 us to parse and 340 us to rebuild one packet; these helpers cost a few
-microseconds. ``tests/packets/test_fastpath.py`` checks them byte for byte against scapy.
+microseconds. ``tests/packets/test_ipv4.py`` checks them byte for byte against scapy.
 Header layout: RFC 791 section 3.1; incremental checksum update: RFC 1624 equation 3.
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Protocol
 
 from nodes.core.clock import Scheduler
@@ -31,6 +32,7 @@ from nodes.core.events import (
     ToNetwork,
     TxStatus,
 )
+from nodes.core.mac import MacState
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.trace import (
     EV_DELIVER,
@@ -62,8 +64,9 @@ class Endpoint(Protocol):
 
     Every packet from the kernel goes through ``on_outbound`` (return ``ToNetwork(p)`` to pass it
     on, nothing to withhold it) and every packet for the kernel through ``on_inbound`` (return
-    ``ToKernel(p)``). Timers whose key is a tuple starting with ``ENDPOINT_TIMER`` go to
-    ``on_timer``. The agent may return any other action too (e.g. ``Send``).
+    ``ToKernel(p)``). Timers whose key is an ``EndpointTimer`` (or, for the extensions' own
+    timers, a tuple starting with ``ENDPOINT_TIMER``) go to ``on_timer``. The agent may return any
+    other action too (e.g. ``Send``).
     """
 
     def on_outbound(self, packet: bytes, now_ns: int) -> list[Action]: ...
@@ -73,25 +76,46 @@ class Endpoint(Protocol):
     def on_timer(self, key: Hashable, now_ns: int) -> list[Action]: ...
 
 
-ENDPOINT_TIMER = "endpoint"
-"""First element of the timer keys routed to the endpoint agent."""
+class EndpointTimer:
+    """Base class of the endpoint agent's timer keys (frozen dataclasses, e.g. the agent's
+    ``ThawTimer(conn)``): the runtime routes them to ``Endpoint.on_timer``, never to the core."""
 
-_JITTER = "__jitter__"
+    __slots__ = ()
+
+
+ENDPOINT_TIMER = "endpoint"
+"""First element of an extension's own endpoint timer key, ``("endpoint", <extension>, ...)``:
+routed to the endpoint agent like an ``EndpointTimer`` (the extensions' keys are still tuples)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JitterTimer:
+    """The runtime's own timer: a ``Send(jitter_ns > 0)`` whose frame enters the queue when it fires."""
+
+    n: int
 
 
 class NodeRuntime:
-    def __init__(self, ctx: NodeContext, protocol: RoutingProtocol, io: NodeIO) -> None:
+    def __init__(
+        self, ctx: NodeContext, protocol: RoutingProtocol, io: NodeIO, mac: MacState | None = None
+    ) -> None:
         self.ctx = ctx
         self.protocol = protocol
         self.io = io
         self.timers = Scheduler()
-        self.mac_busy: Frame | None = None
+        #: the MAC's state (the frame it holds; in the router also the medium's numbers and cookies)
+        self.mac = mac if mac is not None else MacState()
         self.endpoint: Endpoint | None = None
-        self._jitter_frames: dict[Hashable, Frame] = {}
+        self._jitter_frames: dict[JitterTimer, Frame] = {}
         self._jitter_seq = itertools.count()
         #: the per-packet trace (nodes.core.trace), or None when off
         self.tracer: Tracer | None = None
         self._now_ns = 0
+
+    @property
+    def mac_busy(self) -> Frame | None:
+        """The frame the MAC holds, or None (read-only: ``mac`` owns it)."""
+        return self.mac.busy
 
     # ------------------------------------------------------------------ inputs
     def start(self, now_ns: int) -> None:
@@ -112,7 +136,7 @@ class NodeRuntime:
 
     def tx_done(self, status: TxStatus, now_ns: int) -> None:
         """The MAC finished the outstanding frame."""
-        self.mac_busy = None
+        self.mac.done()
         self.ctx.counters.mac["tx_ok" if status.ok else "tx_failed"] += 1
         tr = self.tracer
         if tr is not None:
@@ -123,10 +147,13 @@ class NodeRuntime:
     def fire_due(self, now_ns: int) -> None:
         self._now_ns = now_ns
         for key in self.timers.pop_due(now_ns):
-            if isinstance(key, tuple) and key and key[0] == _JITTER:
+            if isinstance(key, JitterTimer):
                 frame = self._jitter_frames.pop(key)
                 self._enqueue(frame, now_ns)
-            elif self.endpoint is not None and isinstance(key, tuple) and key and key[0] == ENDPOINT_TIMER:
+            elif self.endpoint is not None and (
+                isinstance(key, EndpointTimer)
+                or (isinstance(key, tuple) and key and key[0] == ENDPOINT_TIMER)
+            ):
                 self.apply(self.endpoint.on_timer(key, now_ns), now_ns)
             else:
                 self.handle(Timer(key), now_ns)
@@ -141,7 +168,7 @@ class NodeRuntime:
         for a in actions:
             if isinstance(a, Send):
                 if a.jitter_ns > 0:
-                    key = (_JITTER, next(self._jitter_seq))
+                    key = JitterTimer(next(self._jitter_seq))
                     self._jitter_frames[key] = a.frame
                     self.timers.set(key, now_ns + a.jitter_ns)
                 else:
@@ -183,10 +210,11 @@ class NodeRuntime:
             self.handle(IfqDrop(victim), now_ns)
 
     def pump(self) -> None:
-        if self.mac_busy is None:
+        mac = self.mac
+        if mac.busy is None:
             frame = self.ctx.ifq.dequeue()
             if frame is not None:
-                self.mac_busy = frame
+                mac.take(frame)
                 if self.tracer is not None:
                     self.tracer.add(self._now_ns, EV_TX, frame.packet, frame.next_hop)
                 self.io.transmit(frame)

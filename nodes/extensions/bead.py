@@ -55,7 +55,7 @@ from nodes.extensions.epln import (
     station_of,
     tcp_of,
 )
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.events import DsrControlForwarded, DsrRouteErrorReceived
 from nodes.protocols.dsr.options import RouteError
@@ -125,7 +125,7 @@ class Bead:
                 self.ack_copies.popitem(last=False)
         else:
             self.ack_copies.move_to_end(conn)
-        q.append((ack, fastpath.strip(packet)))
+        q.append((ack, srcroute.strip(packet)))
         self.counters["ack_copies"] += 1
         return []
 

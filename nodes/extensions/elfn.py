@@ -50,7 +50,7 @@ from nodes.core.hooks import LinkFailure, Needs, RouteDiscoveryStarted
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._tcp import data_conn, endpoint_of
 from nodes.protocols.aodv.events import AodvRouteErrorReceived
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
     OPT_EXPERIMENTAL_FIRST,
@@ -304,7 +304,7 @@ class Elfn:
         entries: dict[ConnId, ElfnEntry] = {}
         for pkt in ev.packets:
             try:
-                inner = fastpath.strip(pkt)
+                inner = srcroute.strip(pkt)
             except (MalformedDsr, ValueError, IndexError):
                 continue
             dc = data_conn(inner)

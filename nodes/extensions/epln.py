@@ -46,7 +46,7 @@ from nodes.core.events import Action, ToNetwork
 from nodes.core.hooks import LinkFailure, Needs, PacketDropped
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions import core_api
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
@@ -199,7 +199,7 @@ def tcp_of(dsr_packet: bytes) -> tuple[ConnId, PType, int] | None:
     """(connection as its IP source names it, data/ack, seq or ack number) of a routed TCP
     segment with the DSR header on; None for anything else (routing packets, SYN/FIN-only)."""
     try:
-        inner = fastpath.strip(dsr_packet)
+        inner = srcroute.strip(dsr_packet)
     except (MalformedDsr, ValueError, IndexError):
         return None
     return tcp_of_inner(inner)

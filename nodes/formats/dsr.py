@@ -2,7 +2,7 @@
 
 The specification of the format: tests build each option to literal bytes and dissect it back,
 tshark decodes pcaps of these frames as "Dynamic Source Routing", and the router's raw-bytes codec
-(``nodes.protocols.dsr.options`` / ``fastpath``) is checked byte for byte against these layers.
+(``nodes.protocols.dsr.options`` / ``srcroute``) is checked byte for byte against these layers.
 
 Like scapy's ``IPOption``: a base class :class:`DSROption` whose ``dispatch_hook`` picks the class
 from the option-type byte in :data:`DSR_OPTIONS`, and :class:`DSROptUnknown` for any type nobody

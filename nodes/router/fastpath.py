@@ -11,9 +11,11 @@ It is one flow cache in front of the sans-I/O core, not a second router: the rou
 core's table, every decision it does not take is the core's, the counters it keeps are merged into
 the core's (``data_forwarded``, ``mac["tx_ok"]``) and the daemon's (``medium_rx``/``medium_tx``)
 at every return, and a TX of its own still outstanding when Python gets control is adopted
-(``pending`` and ``NodeRuntime.mac_busy``), so the TX_STATUS, a failure included, reaches the core
-as it would have without the fast path. Python and C share the medium sequence numbers and cookies
-through the same structure.
+(``MacState.adopt``: its cookie pending, the MAC busy with its frame), so the TX_STATUS, a failure
+included, reaches the core as it would have without the fast path. The medium's sequence numbers
+and cookies are the router's ``MacState`` (nodes/core/mac.py): copied into the shared structure
+before each wait and taken back after it (``MacState.resume``, which refuses numbers that go
+backwards).
 
 On only when the library is built (``make setup``), the protocol is ``static`` and no extension is
 attached; ``fastpath: off`` in the router config (or ``MANET_FASTPATH=off``) turns it off.
@@ -32,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from nodes.core.addr import MAX_STATIONS, station_ip_int
 from nodes.core.events import Frame
+from nodes.core.mac import WireNumbers
 from nodes.formats import medium as wire
+from nodes.router.config import FastpathMode
 
 if TYPE_CHECKING:
     from nodes.router.main import Router
@@ -42,7 +46,6 @@ ABI = 2
 LIBRARY = Path(__file__).resolve().parent / "native" / "libmtfast.so"
 ENV_LIBRARY = "MANET_FASTPATH_LIB"
 ENV_MODE = "MANET_FASTPATH"
-MODES = ("auto", "off")
 MAX_EVENTS = 16
 SLOT_PREFIX = 16
 """Bytes before the TX message in a queue slot: enqueue time (int64 ns), payload length (uint32)."""
@@ -142,18 +145,12 @@ def load_library(path: str | os.PathLike[str] | None = None) -> Any:
     return lib
 
 
-def fastpath_mode(config_value: Any) -> str:
-    """``fastpath`` router config (``"auto"`` default, ``"off"``; booleans mean auto/off); the
-    environment variable ``MANET_FASTPATH=off`` wins."""
+def fastpath_mode(configured: FastpathMode) -> FastpathMode:
+    """The router config's ``fastpath`` (nodes/router/config.py), unless the environment variable
+    ``MANET_FASTPATH=off`` turns the fast path off."""
     if os.environ.get(ENV_MODE, "").lower() in ("off", "0", "false", "no"):
         return "off"
-    if config_value is None:
-        return "auto"
-    if isinstance(config_value, bool):
-        return "auto" if config_value else "off"
-    if config_value not in MODES:
-        raise ValueError(f"router config: fastpath must be one of {MODES} or a boolean, got {config_value!r}")
-    return str(config_value)
+    return configured
 
 
 def why_not(router: Router) -> str | None:
@@ -182,6 +179,7 @@ class FastPath:
         self.lib = lib
         self.router = router
         self.rt = router.rt
+        self.mac = router.mac
         self.counters = router.rt.ctx.counters
         self._fallback_poll = fallback_poll
         routes: dict[int, int] = dict(router.protocol.routes)  # type: ignore[attr-defined]
@@ -234,19 +232,15 @@ class FastPath:
             return [(self._medium_fd, select.EPOLLIN)]
         if r._mirror_live is not None:  # a capture is running: every frame goes through Python
             return self._fallback_poll(timeout)  # type: ignore[no-any-return]
-        rt = self.rt
-        st.py_busy = 1 if rt.mac_busy is not None or len(rt.ctx.ifq) else 0
-        st.rx_seq = r._rx_seq
-        st.tx_seq = r._tx_seq
-        st.cookie = r._cookie
+        mac = self.mac
+        st.py_busy = 1 if mac.busy is not None or len(self.rt.ctx.ifq) else 0
+        st.rx_seq, st.tx_seq, st.cookie = mac.rx_seq, mac.tx_seq, mac.cookie
         st.capture_check_at = min(r._capture_check_at, _NEVER)
         deadline = -1 if timeout < 0 else time.monotonic_ns() + math.ceil(timeout * 1e9)
         self.calls += 1
         n = self._wait(self._st_ref, deadline, self._fds, self._evs, MAX_EVENTS)
-        r._rx_seq = st.rx_seq
-        r._tx_seq = st.tx_seq
-        r._cookie = st.cookie
-        r._capture_check_at = st.capture_check_at
+        mac.resume(WireNumbers(st.rx_seq, st.tx_seq, st.cookie))
+        r.capture_checked(st.capture_check_at)
         self.sync()
         if st.native_cookie or st.q_count:
             self._adopt()
@@ -266,14 +260,11 @@ class FastPath:
             c.data_forwarded += fwd - seen[0]
             if ok != seen[1]:
                 c.mac["tx_ok"] += ok - seen[1]
-            r = self.router
-            r.n_medium_rx += mrx - seen[2]
-            r._activity += mrx - seen[2]
-            r.n_medium_tx += mtx - seen[3]
+            self.router.count_medium(mrx - seen[2], mtx - seen[3])
             self._seen = [fwd, ok, mrx, mtx]
 
     def _adopt(self) -> None:
-        """The fast path's TX still outstanding becomes the runtime's (``pending``, ``mac_busy``)
+        """The fast path's TX still outstanding becomes the runtime's (``MacState.adopt``)
         and its queued frames go to the interface queue in order, so that from here on the core
         and the runtime see the MAC and the queue as they would have without the fast path."""
         st = self.st
@@ -281,8 +272,7 @@ class FastPath:
         if st.native_cookie:
             tx = wire.TX_ST.unpack_from(self._tx, 0)
             frame = Frame(ctypes.string_at(st.tx + size, tx[-1]), int(tx[6]))
-            self.router.pending[int(st.native_cookie)] = frame
-            self.rt.mac_busy = frame
+            self.mac.adopt(int(st.native_cookie), frame)
             st.native_cookie = 0
         if st.q_count:
             ifq = self.rt.ctx.ifq

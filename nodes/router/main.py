@@ -29,22 +29,29 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import MonotonicClock
-from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
-from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
+from nodes.core.events import Action, Frame, FromAir, FromLocal, TxStatus
+from nodes.core.ifq import InterfaceQueue
 from nodes.core.ipip import IPPROTO_IPIP, WiredRoute, decapsulate, encapsulate
+from nodes.core.mac import MacState
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
 from nodes.core.trace import MAGIC as TRACE_MAGIC
 from nodes.core.trace import Tracer
 from nodes.formats import medium as wire
-from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS, Mirror
+from nodes.formats.medium import Rx as _Rx
+from nodes.formats.medium import TxStatusMsg as _TxStatusMsg
+from nodes.formats.radiotap import Mirror
+from nodes.router.config import ConfigError, MirrorMode, RouterConfig, TraceMode
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
 from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
 from topologies.seeding import station_rng
+
+if TYPE_CHECKING:
+    from nodes.tcpctl.station import ControlServer
 
 EXIT_OK = 0
 """Stopped by SIGTERM/SIGINT."""
@@ -55,37 +62,9 @@ EXIT_CONFIG = 2
 EXIT_MEDIUM_GONE = 3
 """The medium closed the connection (normal at the end of a run if the medium stops first)."""
 
-REQUIRED_KEYS = ("station_id", "medium_socket", "protocol", "out_dir")
-KNOWN_KEYS = frozenset(
-    {
-        "run_id",
-        "station_id",
-        "n_stations",
-        "seed",
-        "medium_socket",
-        "protocol",
-        "extensions",
-        "ifq_len",
-        "promiscuous",
-        "out_dir",
-        # optional, router-only (docs/router.md)
-        "mirror",
-        "log_level",
-        "welcome_timeout_s",
-        "counters_interval_s",
-        "lag_probe_interval_s",
-        "fastpath",
-        "tcpctl",  # endpoint agent + control socket (docs/tcpctl.md)
-        "wired",  # the wired segment behind a gateway station: IP-in-IP (nodes/core/ipip.py)
-        "trace",  # per-packet trace (nodes/core/trace.py, docs/explain.md)
-    }
-)
-_RX_UNPACK = wire.RX_ST.unpack_from
-_RX_LEN = wire.RX_ST.size
-_TX_STATUS_UNPACK = wire.TX_STATUS_ST.unpack_from
-_TX_STATUS_LEN = wire.TX_STATUS_ST.size
+_decode = wire.decode
 _TX_PACK = wire.TX_ST.pack
-_MAGIC, _VERSION, _RX, _TX, _TX_STATUS = wire.MAGIC, wire.VERSION, wire.RX, wire.TX, wire.TX_STATUS
+_MAGIC, _VERSION, _TX = wire.MAGIC, wire.VERSION, wire.TX
 _ACKED, _SENT, _MAX_PAYLOAD, _NAN = wire.ACKED, wire.SENT, wire.MAX_PAYLOAD, wire.NAN
 _RX_OVERHEARD, _TX_NO_RTS = wire.RX_OVERHEARD, wire.TX_NO_RTS
 _MSG_DONTWAIT = socket.MSG_DONTWAIT
@@ -96,94 +75,36 @@ _monotonic_ns = time.monotonic_ns
 RX_BATCH = 64
 """TAP frames drained per readiness callback (medium and TUN: one per callback, see the loop)."""
 RECV_SIZE = 65536
-MIRROR_MODES = ("always", "auto", "off")
-"""``mirror`` config: write mirror frames always, only while something captures, or never."""
-TRACE_MODES = ("auto", "on", "off")
-"""``trace`` config: the per-packet trace ``sta<N>.trace.bin`` (nodes/core/trace.py). ``auto``
-(default): on, unless the native fast path runs (static routes): the packets it forwards never
-reach Python, so the trace steps aside for it; ``on``: always (the fast path steps aside)."""
 CAPTURE_CHECK_NS = 200_000_000
 """``auto`` mirror: how old the answer to "is anyone capturing?" may be (docs/router.md)."""
-LAG_PROBE_INTERVAL_S = 0.2
-"""Mean period of the loop-lag probe: a no-op timer whose lateness samples the event loop's lag
-(``loop_lag`` in the counters) even when the protocol sets no timers (static routing with the
-fast path). It runs only while the station handles traffic: it stops after a period with no
-packet, and the counters timer (every second anyway) restarts it, so an idle station pays nothing
-(a fixed 5 Hz probe cost 3.4 % of a core for 50 idle stations). Each period is drawn uniformly
-from 0.5-1.5 times this (a fixed period can lock onto a periodic stall and never see it); a stall
-of D ms is sampled with probability ~D/200 ms. ``lag_probe_interval_s: 0`` turns it off."""
 PACKET_SOCKETS = "/proc/net/packet"
 _NEVER = 1 << 62
-
-
-class ConfigError(ValueError):
-    pass
-
-
-def mirror_config(value: Any) -> tuple[str, int, int]:
-    """``(mode, freq_mhz, rate_500kbps)`` of the ``mirror`` config key (docs/router.md).
-
-    ``"always"`` | ``"auto"`` | ``"off"``; ``true``/``false`` mean ``always``/``off``; or a mapping
-    ``{"mode": ..., "enabled": bool, "freq_mhz": 2412, "rate_500kbps": 4}``.
-    """
-    freq, rate = DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS
-    if isinstance(value, Mapping):
-        freq = int(value.get("freq_mhz", freq))
-        rate = int(value.get("rate_500kbps", rate))
-        mode = value.get("mode", "auto")
-        if not value.get("enabled", True):
-            mode = "off"
-    elif isinstance(value, bool):
-        mode = "always" if value else "off"
-    else:
-        mode = value
-    if mode not in MIRROR_MODES:
-        raise ConfigError(f"router config: mirror must be one of {MIRROR_MODES} or a boolean, got {mode!r}")
-    return str(mode), freq, rate
-
-
-def trace_mode(value: Any) -> str:
-    """``"auto"`` | ``"on"`` | ``"off"`` of the ``trace`` config key (booleans: on/off)."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value not in TRACE_MODES:
-        raise ConfigError(f"router config: trace must be one of {TRACE_MODES} or a boolean, got {value!r}")
-    return str(value)
-
-
-def _check_config(config: Mapping[str, Any]) -> None:
-    missing = [k for k in REQUIRED_KEYS if k not in config]
-    if missing:
-        raise ConfigError(f"router config: missing key(s) {missing}")
-    sid = config["station_id"]
-    if not isinstance(sid, int) or not 1 <= sid <= 0xFFFE:
-        raise ConfigError(f"router config: station_id must be an int in 1..65534, got {sid!r}")
 
 
 class Router:
     """The station's I/O: medium socket, TUN, TAP mirror, timers, counters. Also the ``NodeIO``."""
 
-    def __init__(self, config: Mapping[str, Any], log: logging.Logger) -> None:
+    def __init__(self, config: RouterConfig, log: logging.Logger) -> None:
         self.config = config
         self.log = log
-        self.station: int = int(config["station_id"])
-        self.n_stations: int = int(config.get("n_stations", 0))
-        self.out_dir: str = str(config["out_dir"])
+        self.station: int = config.station_id
+        self.n_stations: int = config.n_stations
+        self.out_dir: str = config.out_dir
         self.counters_path = os.path.join(self.out_dir, f"sta{self.station}.counters.json")
-        self.counters_interval_s = float(config.get("counters_interval_s", 1.0))
-        self.lag_probe_interval_s = float(config.get("lag_probe_interval_s", LAG_PROBE_INTERVAL_S))
+        self.counters_interval_s = config.counters_interval_s
+        self.lag_probe_interval_s = config.lag_probe_interval_s
         self._probe_rng = random.Random(self.station)  # the probe's jitter, apart from the core's RNG
         self._probe_on = False
         self._probe_seen = -1  # _probe_activity() when the probe last looked
-        self.mirror_mode, self.freq_mhz, self.rate = mirror_config(config.get("mirror", "auto"))
+        self.mirror_mode: MirrorMode = config.mirror.mode
+        self.freq_mhz, self.rate = config.mirror.freq_mhz, config.mirror.rate_500kbps
         self.mirror_enabled = self.mirror_mode != "off"
-        self.fastpath_mode = fastpath_mode(config.get("fastpath"))
+        self.fastpath_mode = fastpath_mode(config.fastpath)
         self.fastpath: FastPath | None = None
         self.fastpath_off_reason: str | None = None
-        wired = config.get("wired")
-        self.wired: WiredRoute | None = None if wired is None else WiredRoute.from_config(wired)
+        self.wired: WiredRoute | None = config.wired
         self._ipip_ident = 0
-        self.trace_mode = trace_mode(config.get("trace", "auto"))
+        self.trace_mode: TraceMode = config.trace
         self.trace_path = os.path.join(self.out_dir, f"sta{self.station}.trace.bin")
         self.trace_off_reason: str | None = "off in the router config" if self.trace_mode == "off" else None
         self.tracer: Tracer | None = None
@@ -194,10 +115,9 @@ class Router:
         self.tun_fd = -1
         self.tap_fd = -1
         self.tap_name = f"sta{self.station}-wlan0"
-        self._tx_seq = 0
-        self._rx_seq = 0
-        self._cookie = 0
-        self.pending: dict[int, Frame] = {}
+        #: the MAC's state: the frame it holds, the medium's sequence numbers, the TX cookies
+        #: (shared with the runtime and the native fast path; nodes/core/mac.py)
+        self.mac = MacState()
         self.clock = MonotonicClock(0)
         self.mirror: Mirror | None = None
         # what the hot path writes with: ``mirror``, or None while nobody captures (``auto``)
@@ -210,6 +130,7 @@ class Router:
         self.ctx: NodeContext | None = None
         self.protocol: RoutingProtocol | None = None
         self.extensions: list[object] = []
+        self.tcpctl_control: ControlServer | None = None  # nodes.tcpctl.station, when configured
         self.rt: NodeRuntime | None = None
         self.loop: EpollLoop | None = None
         self._loop_lag: LagHistogram | None = None  # the serving loop's, kept after it closes
@@ -238,13 +159,13 @@ class Router:
         lo_up()
 
     def connect_medium(self) -> None:
-        path = str(self.config["medium_socket"])
+        path = self.config.medium_socket
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
-        timeout = float(self.config.get("welcome_timeout_s", 30.0))
+        timeout = self.config.welcome_timeout_s
         sock.settimeout(timeout)
         try:
             sock.connect(path)
-            flags = wire.HELLO_PROMISCUOUS if self.config.get("promiscuous") else 0
+            flags = wire.HELLO_PROMISCUOUS if self.config.promiscuous else 0
             self._send(wire.encode_hello(self._next_seq(), self.station, flags), sock)
             while True:
                 buf = sock.recv(RECV_SIZE)
@@ -284,25 +205,27 @@ class Router:
         from nodes.extensions import attach_extensions
         from nodes.protocols import create_protocol
 
-        seed = int(self.config.get("seed", 1))
+        seed = self.config.seed
         self.ctx = NodeContext(
             station=self.station,
             n_stations=self.welcome.n_stations if self.welcome else self.n_stations,
             rng=station_rng(seed, self.station),
-            ifq=InterfaceQueue(int(self.config.get("ifq_len", DEFAULT_IFQ_LEN))),
-            promiscuous=bool(self.config.get("promiscuous", False)),
+            ifq=InterfaceQueue(self.config.ifq_len),
+            promiscuous=self.config.promiscuous,
             log=self.log,
         )
-        self.protocol = create_protocol(self.ctx, self.config["protocol"])
+        self.protocol = create_protocol(self.ctx, self.config.protocol.to_json())
         # the runtime exists before extensions attach, so an endpoint agent (nodes.tcpctl) can be
         # plugged into it first
-        self.rt = NodeRuntime(self.ctx, self.protocol, self)
-        tcpctl = self.config.get("tcpctl")
-        if isinstance(tcpctl, Mapping) and tcpctl.get("enabled"):
+        self.rt = NodeRuntime(self.ctx, self.protocol, self, self.mac)
+        if self.config.tcpctl is not None:
             from nodes.tcpctl.station import attach
 
-            attach(self, tcpctl)  # ctx.endpoint, rt.endpoint; inside the station's netns
-        self.extensions = attach_extensions(self.ctx, self.protocol, self.config.get("extensions") or [])
+            # ctx.endpoint, rt.endpoint; inside the station's netns
+            _, self.tcpctl_control = attach(self.ctx, self.rt, self.config.tcpctl, self.config.run_id, self)
+        self.extensions = attach_extensions(
+            self.ctx, self.protocol, [e.to_json() for e in self.config.extensions]
+        )
         if self.trace_mode != "off":
             self.tracer = self.rt.tracer = Tracer()
             with open(self.trace_path, "wb") as f:
@@ -367,9 +290,7 @@ class Router:
             assert self.loop is not None
             self.loop.call_soon(self._reject_local, frame)
             return
-        self._cookie = cookie = self._cookie + 1
-        self._tx_seq = seq = self._tx_seq + 1
-        self.pending[cookie] = frame
+        seq, cookie = self.mac.send_tx(frame)
         power = frame.tx_power_dbm
         send = self._send_medium
         if send is None:
@@ -471,71 +392,47 @@ class Router:
         self._rearm()
 
     def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
-        n = len(buf)
-        # fast path: a well-formed RX (one unpack for header and body)
-        if n >= _RX_LEN and buf[3] == _RX:
-            magic, version, _, seq, _, src, dst, flags, rssi, snr, noise, plen = _RX_UNPACK(buf)
-            if magic == _MAGIC and version == _VERSION and n == _RX_LEN + plen and plen <= _MAX_PAYLOAD:
-                if seq != self._rx_seq + 1:
-                    self._rx_seq = seq
-                    self._count_malformed("out_of_order")
-                    return
-                self._rx_seq = seq
-                payload = buf[_RX_LEN:]
-                now = _monotonic_ns()
-                if self._capture_check_at <= now:
-                    self._check_capture(now)
-                mirror = self._mirror_live
-                if mirror is not None:
-                    try:
-                        _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
-                    except OSError as exc:
-                        self.io[f"tap_write_error_{exc.errno}"] += 1
-                rt.handle(
-                    FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
-                )
-                return
-        if n == _TX_STATUS_LEN and buf[3] == _TX_STATUS:
-            (magic, version, _, seq, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if (
-                magic == _MAGIC
-                and version == _VERSION
-                and seq == self._rx_seq + 1
-                and (status == _ACKED or status == _SENT)
-                and cookie in self.pending
-            ):
-                self._rx_seq = seq
-                frame = self.pending.pop(cookie)
-                rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-                return
-        mtype, seq, _time_ns = wire.decode_header(buf)  # raises MalformedMessage
-        if seq != self._rx_seq + 1:
-            self._rx_seq = seq
+        """One message from the medium, decoded by ``nodes.formats.medium`` (MalformedMessage:
+        the caller counts it)."""
+        msg = _decode(buf)
+        mac = self.mac
+        if not mac.receive(msg.seq):
             self._count_malformed("out_of_order")
             return
-        self._rx_seq = seq
-        if mtype == wire.TX_STATUS:
-            (_, _, _, _, _, cookie, status, rts, data, cause, _t0, _t1) = _TX_STATUS_UNPACK(buf)
-            if cookie not in self.pending:
+        if isinstance(msg, _Rx):
+            _, _, src, dst, flags, rssi, snr, noise, payload = msg  # one unpack: cheaper than 8 getattrs
+            now = _monotonic_ns()
+            if self._capture_check_at <= now:
+                self._check_capture(now)
+            mirror = self._mirror_live
+            if mirror is not None:
+                try:
+                    _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
+                except OSError as exc:
+                    self.io[f"tap_write_error_{exc.errno}"] += 1
+            rt.handle(
+                FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
+            )
+        elif isinstance(msg, _TxStatusMsg):
+            _, _, cookie, status, rts, data, cause, _, _ = msg
+            frame = mac.complete(cookie)
+            if frame is None:
                 self._count_malformed("unknown_cookie")
                 return
-            frame = self.pending.pop(cookie)
-            if status == wire.ACKED or status == wire.SENT:
+            if status == _ACKED or status == _SENT:
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
                 return
-            mac = rt.ctx.counters.mac
+            counters = rt.ctx.counters.mac
             if status == wire.FAILED:
-                mac["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
+                counters["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
                 rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
             elif status == wire.REJECTED:
-                mac["rejected"] += 1
+                counters["rejected"] += 1
                 self._reject_local(frame)
             else:
                 self._count_malformed("bad_status")
                 rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-        elif mtype == wire.RX:
-            self._count_malformed("bad_length")
-        elif mtype == wire.WELCOME:
+        elif isinstance(msg, wire.Welcome):
             self._count_malformed("duplicate_welcome")
         else:
             self._count_malformed("unexpected_type")
@@ -545,8 +442,7 @@ class Router:
         rt = self.rt
         assert rt is not None
         rt.ctx.counters.drops["mac_rejected"] += 1
-        if rt.mac_busy is frame:
-            rt.mac_busy = None
+        self.mac.release(frame)
         rt.pump()
         self._rearm()
 
@@ -636,17 +532,44 @@ class Router:
 
     def _periodic_counters(self) -> None:
         assert self.loop is not None
-        if self.lag_probe_interval_s > 0 and not self._probe_on and self._probe_activity() != self._probe_seen:
+        if (
+            self.lag_probe_interval_s > 0
+            and not self._probe_on
+            and self._probe_activity() != self._probe_seen
+        ):
             self._lag_probe()
         if self._activity != self._written_activity:
             self.flush_trace()
             self.write_counters()
         self.loop.call_later(self.counters_interval_s, self._periodic_counters)
 
+    # ------------------------------------------------------------------ the native fast path's returns
+    def count_medium(self, rx: int, tx: int) -> None:
+        """Messages the native fast path received from and sent to the medium since its last return."""
+        self.n_medium_rx += rx
+        self._activity += rx
+        self.n_medium_tx += tx
+
+    def capture_checked(self, next_check_ns: int) -> None:
+        """The native fast path looked at ``/proc/net/packet`` (no capture): next look due then."""
+        self._capture_check_at = next_check_ns
+
+    # ------------------------------------------------------------------ the control socket's shell
+    def now_ns(self) -> int:
+        """Router time (the medium's clock)."""
+        return self.clock.now_ns()
+
+    def apply_actions(self, actions: list[Action], now_ns: int) -> None:
+        """Apply actions from outside the packet path (tcpctl's control socket) and re-arm."""
+        rt = self.rt
+        assert rt is not None
+        rt.apply(actions, now_ns)
+        rt.pump()
+        self._rearm()
+
     # ------------------------------------------------------------------ helpers
     def _next_seq(self) -> int:
-        self._tx_seq += 1
-        return self._tx_seq
+        return self.mac.next_seq()
 
     def _send(self, msg: bytes, sock: socket.socket | None = None) -> None:
         s = sock or self.sock
@@ -660,9 +583,8 @@ class Router:
             self._medium_gone()
 
     def _check_seq(self, seq: int) -> None:
-        if seq != self._rx_seq + 1:
+        if not self.mac.receive(seq):
             self._count_malformed("out_of_order")
-        self._rx_seq = seq
 
     def _count_malformed(self, reason: str) -> None:
         if self.ctx is not None:
@@ -684,7 +606,7 @@ class Router:
         rt, ctx = self.rt, self.ctx
         out: dict[str, Any] = {
             "station": self.station,
-            "run_id": self.config.get("run_id"),
+            "run_id": self.config.run_id,
             "time_ns": self.clock.now_ns(),
             "written_unix_s": time.time(),
             "io": {
@@ -707,9 +629,9 @@ class Router:
             out["runtime"] = {
                 "ifq_len": len(ctx.ifq),
                 "ifq_capacity": ctx.ifq.capacity,
-                "mac_busy": rt.mac_busy is not None,
+                "mac_busy": self.mac.busy is not None,
                 "timers": len(rt.timers),
-                "tx_pending": len(self.pending),
+                "tx_pending": self.mac.n_pending,
             }
         fp = self.fastpath
         if fp is not None:
@@ -719,8 +641,12 @@ class Router:
             out["fastpath"] = {"on": False, "reason": self.fastpath_off_reason}
         tr = self.tracer
         if tr is not None:
-            out["trace"] = {"on": True, "file": os.path.basename(self.trace_path), "records": tr.records,
-                            "reasons": tr.reasons}
+            out["trace"] = {
+                "on": True,
+                "file": os.path.basename(self.trace_path),
+                "records": tr.records,
+                "reasons": tr.reasons,
+            }
         else:
             out["trace"] = {"on": False, "reason": self.trace_off_reason}
         if self.protocol is not None:
@@ -761,9 +687,8 @@ class Router:
                 loop.add_reader(self.tun_fd, self.on_tun_readable)
             if self.tap_fd >= 0:
                 loop.add_reader(self.tap_fd, self.on_tap_readable)
-            tcpctl_control = getattr(self, "tcpctl_control", None)  # set by nodes.tcpctl.station.attach
-            if tcpctl_control is not None:
-                tcpctl_control.start(loop)
+            if self.tcpctl_control is not None:
+                self.tcpctl_control.start(loop)
             self.rt.start(self.clock.now_ns())
             self._rearm()
             self.start_fastpath(loop)
@@ -842,26 +767,24 @@ class Router:
         self.tun_fd = self.tap_fd = -1
 
 
-def run(config: Mapping[str, Any]) -> int:
+def run(config: Mapping[str, Any] | RouterConfig) -> int:
     """Run the station router in the current network namespace until stopped; return the exit code.
 
+    ``config`` is a ``RouterConfig`` or its JSON object (what the zygote and ``--config`` pass).
     Call after setns into the station's namespace. Exit codes: ``EXIT_OK`` (SIGTERM/SIGINT),
     ``EXIT_MEDIUM_GONE``, ``EXIT_CONFIG``, ``EXIT_ERROR``.
     """
     try:
-        _check_config(config)
+        cfg = config if isinstance(config, RouterConfig) else RouterConfig.from_json(config)
     except ConfigError as exc:
         logging.getLogger("nodes.router").error("%s", exc)
         return EXIT_CONFIG
-    station = int(config["station_id"])
+    station = cfg.station_id
     log = logging.getLogger(f"nodes.router.sta{station}")
-    if "log_level" in config:
-        log.setLevel(str(config["log_level"]).upper())
-    unknown = sorted(set(config) - KNOWN_KEYS)
-    if unknown:
-        log.warning("router config: ignoring unknown key(s) %s", unknown)
+    if cfg.log_level is not None:
+        log.setLevel(cfg.log_level.upper())
     try:
-        router = Router(config, log)
+        router = Router(cfg, log)
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("station %d: bad configuration: %s", station, exc)
         return EXIT_CONFIG

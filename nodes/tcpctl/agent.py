@@ -41,12 +41,15 @@ from typing import Any, Literal
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import Action, CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
 from nodes.core.hooks import CrossLayerEvent, EventClass, Hooks
+from nodes.core.runtime import ENDPOINT_TIMER, EndpointTimer
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.kernelseam import KernelTcp, NullKernel
 
 log = logging.getLogger(__name__)
 
-ENDPOINT = "endpoint"
+ENDPOINT = ENDPOINT_TIMER
+"""First element of an extension's own endpoint timer key ``(ENDPOINT, <extension>, ...)``; the
+agent's own timers are ``ThawTimer`` and ``PollTimer``."""
 Restore = Literal["old", "default"]
 
 
@@ -149,6 +152,18 @@ EMITS: frozenset[EventClass] = frozenset(
     {TcpAck, TcpDupack, TcpUnreachable, TcpSegmentSent, TcpTimeout, TcpTimer}
 )
 """The events the endpoint agent emits."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThawTimer(EndpointTimer):
+    """ELFN's thaw timer of a frozen connection: probe when it fires (Holland & Vaidya s4.1)."""
+
+    conn: ConnId
+
+
+@dataclass(frozen=True, slots=True)
+class PollTimer(EndpointTimer):
+    """The poll of the kernel's RTO counters (``AgentParams.poll_ns``)."""
 
 
 class HoldMode(IntEnum):
@@ -352,14 +367,12 @@ class EndpointAgent:
         return out
 
     def on_timer(self, key: Hashable, now_ns: int) -> list[Action]:
-        assert isinstance(key, tuple)
-        kind = key[1]
-        if kind == "thaw":
-            c = self.conns.get(key[2])
+        if isinstance(key, ThawTimer):
+            c = self.conns.get(key.conn)
             if c is None or c.hold is None or c.hold.mode != HoldMode.FROZEN:
                 return []
             return self._probe(c, now_ns)
-        if kind == "poll":
+        if isinstance(key, PollTimer):
             return self._poll(now_ns)
         # any other endpoint timer belongs to an extension (nodes.extensions: ATCP's timers)
         return self.hooks.emit(TcpTimer(now_ns=now_ns, key=key))
@@ -382,7 +395,7 @@ class EndpointAgent:
         if c.hold is None:
             return []
         c.hold = None
-        acts: list[Action] = [CancelTimer((ENDPOINT, "thaw", cid))]
+        acts: list[Action] = [CancelTimer(ThawTimer(cid))]
         ack = self._synth_ack(c, window=None)
         if ack:
             acts.append(ToKernel(ack))
@@ -400,7 +413,7 @@ class EndpointAgent:
         assert c.hold is not None
         c.hold.restore = restore
         c.hold.thaw_seqno = thaw_seqno if thaw_seqno is not None else c.snd_una
-        acts.append(SetTimer((ENDPOINT, "thaw", cid), now_ns + self.params.t_thaw_ns))
+        acts.append(SetTimer(ThawTimer(cid), now_ns + self.params.t_thaw_ns))
         return acts
 
     def thaw(self, cid: ConnId, now_ns: int, restore: Restore | None = None) -> list[Action]:
@@ -551,7 +564,7 @@ class EndpointAgent:
     def start_polling(self, now_ns: int) -> list[Action]:
         """Poll the kernel's per-connection RTO counter (``tcp_timeout`` hook)."""
         self._polling = True
-        return [SetTimer((ENDPOINT, "poll"), now_ns + self.params.poll_ns)]
+        return [SetTimer(PollTimer(), now_ns + self.params.poll_ns)]
 
     def _poll(self, now_ns: int) -> list[Action]:
         out: list[Action] = []
@@ -564,7 +577,7 @@ class EndpointAgent:
                 c.n_rto_seen = n
                 out += self.hooks.emit(TcpTimeout(now_ns=now_ns, conn=cid, n_rto=n, info=st))
         if self._polling:
-            out.append(SetTimer((ENDPOINT, "poll"), now_ns + self.params.poll_ns))
+            out.append(SetTimer(PollTimer(), now_ns + self.params.poll_ns))
         return out
 
     # ================================================================ internals
@@ -647,7 +660,7 @@ class EndpointAgent:
                 lost = list(h.lost_pkt)
                 self.kernel.restore(c.id, mode)
                 c.hold = None
-                out.append(CancelTimer((ENDPOINT, "thaw", c.id)))
+                out.append(CancelTimer(ThawTimer(c.id)))
                 self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
                 out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
                 out += self._retransmit_lost(c, lost)
@@ -705,7 +718,7 @@ class EndpointAgent:
 
     def _probe(self, c: Conn, now_ns: int) -> list[Action]:
         assert c.hold is not None
-        out: list[Action] = [SetTimer((ENDPOINT, "thaw", c.id), now_ns + self.params.t_thaw_ns)]
+        out: list[Action] = [SetTimer(ThawTimer(c.id), now_ns + self.params.t_thaw_ns)]
         seq = c.hold.thaw_seqno if c.hold.thaw_seqno is not None else c.snd_una
         probe: list[Action] = []
         if seq is not None:

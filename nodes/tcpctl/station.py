@@ -29,12 +29,16 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from nodes.core.events import Action, Drop, SetTimer, ToNetwork
+from nodes.core.protocol import NodeContext
+from nodes.core.runtime import EndpointTimer, NodeRuntime
+from nodes.router.config import TcpctlConfig
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ENDPOINT, ConnId, EndpointAgent, TcpUnreachable
+from nodes.tcpctl.agent import ConnId, EndpointAgent, TcpUnreachable
 from nodes.tcpctl.api import Abra, FixedAfterTwo, Standard, TcpControl, make_endpoint
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,14 @@ def conn_from_str(s: str) -> ConnId:
     lip, lport = local.rsplit(":", 1)
     rip, rport = remote.rsplit(":", 1)
     return ConnId(socket.inet_aton(lip), int(lport), socket.inet_aton(rip), int(rport))
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTimer(EndpointTimer):
+    """``drop_next``: report the dropped segment ``seq`` of ``conn`` to the agent when it fires."""
+
+    conn: ConnId
+    seq: int
 
 
 class StationEndpoint:
@@ -72,9 +84,8 @@ class StationEndpoint:
         return self._filter(self.agent.on_inbound(packet, now_ns), now_ns)
 
     def on_timer(self, key: Hashable, now_ns: int) -> list[Action]:
-        assert isinstance(key, tuple)
-        if key[1] == "tcpctl_report":
-            _, _, cid, seq = key
+        if isinstance(key, ReportTimer):
+            cid, seq = key.conn, key.seq
             acts = self.agent.retransmit(cid, seq, now_ns)
             self.events.append(
                 {
@@ -107,7 +118,7 @@ class StationEndpoint:
                         if self.trace_ports:
                             self._record(a.packet, "drop", now_ns)
                         out.append(Drop(a.packet, "tcpctl_injected_drop"))
-                        out.append(SetTimer((ENDPOINT, "tcpctl_report", cid, t.seq), now_ns + delay))
+                        out.append(SetTimer(ReportTimer(cid, t.seq), now_ns + delay))
                         continue
                 if self.trace_ports:
                     self._record(a.packet, "out", now_ns)
@@ -126,6 +137,16 @@ class StationEndpoint:
         )
 
 
+class StationShell(Protocol):
+    """What the control socket needs from the router daemon (``nodes.router.main.Router``)."""
+
+    def now_ns(self) -> int:
+        """Router time (the medium's clock)."""
+
+    def apply_actions(self, actions: list[Action], now_ns: int) -> None:
+        """Apply ``actions`` in the runtime, feed the MAC and re-arm the router's timer."""
+
+
 class ControlServer:
     """Serves the control socket from the router's own event loop (no thread, no locks).
 
@@ -134,9 +155,9 @@ class ControlServer:
     handled one line at a time in the loop, between packets.
     """
 
-    def __init__(self, path: str, router: Any, api: TcpControl, ep: StationEndpoint) -> None:
+    def __init__(self, path: str, shell: StationShell, api: TcpControl, ep: StationEndpoint) -> None:
         self.path = path
-        self.router = router
+        self.shell = shell
         self.api = api
         self.ep = ep
         try:
@@ -196,14 +217,11 @@ class ControlServer:
                 return
 
     def _request(self, line: bytes) -> dict[str, Any]:
-        router = self.router
         try:
             req = json.loads(line)
-            now = router.clock.now_ns()
+            now = self.shell.now_ns()
             result, acts = self.handle(req, now)
-            router.rt.apply(acts, now)
-            router.rt.pump()
-            router._rearm()  # the agent may have set timers (thaw, report)
+            self.shell.apply_actions(acts, now)  # the agent may have set timers (thaw, report)
             return {"ok": True, "now_ns": now, **result}
         except Exception as exc:  # a bad request must not kill the router
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -308,22 +326,26 @@ class ControlServer:
             pass
 
 
-def attach(router: Any, cfg: Mapping[str, Any]) -> TcpControl:
-    """Plug tcpctl into a router whose runtime exists (``Router.build_core``), in its netns.
+def attach(
+    ctx: NodeContext,
+    rt: NodeRuntime,
+    cfg: TcpctlConfig,
+    run_id: str | None,
+    shell: StationShell,
+) -> tuple[TcpControl, ControlServer | None]:
+    """Plug tcpctl into a station whose runtime exists (``Router.build_core``), in its netns.
 
-    Creates the agent (BPF kernel side if ``cfg["bpf"]``, default true), makes it the runtime's
-    endpoint (wrapped by ``StationEndpoint``) and ``ctx.endpoint``, and serves
-    ``cfg["control_socket"]`` if given.
+    Creates the agent (the run's pinned BPF maps if ``cfg.bpf``, else ``NullKernel``), makes it
+    the runtime's endpoint (wrapped by ``StationEndpoint``) and ``ctx.endpoint``; returns the API
+    and the control server of ``cfg.control_socket`` (None without one; the router starts it).
     """
-    run_id = str(router.config.get("run_id")) if cfg.get("bpf", True) else None
-    api = make_endpoint(router.ctx, router.rt, run_id=run_id)
+    bpf_run = str(run_id) if cfg.bpf else None
+    api = make_endpoint(ctx, rt, run_id=bpf_run)
     ep = StationEndpoint(api.agent)
-    router.rt.endpoint = ep
-    router.tcpctl_control = (
-        ControlServer(str(cfg["control_socket"]), router, api, ep) if cfg.get("control_socket") else None
-    )
-    router.log.info("tcpctl: endpoint agent on (bpf %s)", run_id is not None)
-    return api
+    rt.endpoint = ep
+    control = ControlServer(cfg.control_socket, shell, api, ep) if cfg.control_socket else None
+    ctx.log.info("tcpctl: endpoint agent on (bpf %s)", bpf_run is not None)
+    return api, control
 
 
 class Client:

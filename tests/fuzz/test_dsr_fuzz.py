@@ -14,7 +14,6 @@ from nodes.core import NS_PER_MS, NodeContext, TxStatus
 from nodes.core.events import Frame, FromAir, FromLocal
 from nodes.core.runtime import NodeRuntime
 from nodes.protocols.dsr import DsrParams, DsrRouting
-from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import (
     Ack,
     AckRequest,
@@ -30,6 +29,7 @@ from nodes.protocols.dsr.options import (
     ip_header,
     parse,
 )
+from nodes.protocols.dsr.srcroute import add_source_route
 
 N = int(os.environ.get("DSR_FUZZ_N", "100000"))
 ME = 3

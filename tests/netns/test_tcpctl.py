@@ -1,4 +1,4 @@
-"""tcpctl on real kernel TCP (iperf3) over tcpctl's own three-namespace chain (nodes.tcpctl.minichain):
+"""tcpctl on real kernel TCP (iperf3) over tcpctl's own three-namespace chain (tests/netns/minichain.py):
 
     A (iperf3 client) -tun0-> TunShell + EndpointAgent -veth-> R (scripted outage: nft drop) -veth-> B
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from minichain import A_IP, B_IP, MiniChain, TunShell
 
 from nodes.core.events import Action
 from nodes.tcpctl import kernel as K
@@ -28,7 +29,6 @@ from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, TcpUnreachable
 from nodes.tcpctl.api import Abra, FixedAfterTwo, TcpControl
 from nodes.tcpctl.kernelseam import BpfKernel
-from nodes.tcpctl.minichain import A_IP, B_IP, MiniChain, TunShell
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 OUTAGE_S = 10.0

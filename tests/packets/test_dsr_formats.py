@@ -1,5 +1,5 @@
 """DSR options header (RFC 4728 section 6): each option built to literal bytes and dissected
-back, the router's codec and fast path byte for byte against the scapy layers, unknown and
+back, the router's codec and raw-bytes source-route code (srcroute) byte for byte against the scapy layers, unknown and
 truncated options, and tshark decoding a pcap of a virtual-time run as DSR."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from nodes.formats.dsr import (
     DSROptSourceRoute,
     DSROptUnknown,
 )
-from nodes.protocols.dsr import DsrParams, DsrRouting, create, fastpath
+from nodes.protocols.dsr import DsrParams, DsrRouting, create, srcroute
 from nodes.protocols.dsr.options import (
     Ack,
     AckRequest,
@@ -150,9 +150,9 @@ def inner_udp(ttl: int = 64) -> bytes:
 
 
 @pytest.mark.parametrize("route", [(), (2,), (2, 3), tuple(range(2, 40))])
-def test_fastpath_add_strip_match_scapy(route: tuple[int, ...]) -> None:
+def test_srcroute_add_strip_match_scapy(route: tuple[int, ...]) -> None:
     inner = inner_udp()
-    ours = fastpath.add_source_route(inner, route)
+    ours = srcroute.add_source_route(inner, route)
     ip = IP(inner)
     theirs = (
         IP(src=A1, dst=A4, ttl=64, id=77, flags=ip.flags)
@@ -163,17 +163,17 @@ def test_fastpath_add_strip_match_scapy(route: tuple[int, ...]) -> None:
     )
     assert ours == bytes(theirs)
     assert IP(ours)[DSR].nh == 17 and IP(ours).haslayer(UDP)
-    assert fastpath.strip(ours) == inner
+    assert srcroute.strip(ours) == inner
 
 
-def test_fastpath_advance_and_salvage_rewrite_match_scapy() -> None:
-    pkt = fastpath.add_source_route(inner_udp(), (2, 3))
+def test_srcroute_advance_and_salvage_rewrite_match_scapy() -> None:
+    pkt = srcroute.add_source_route(inner_udp(), (2, 3))
     buf = bytearray(pkt)
-    off = fastpath.find_source_route(buf, 20)
+    off = srcroute.find_source_route(buf, 20)
     assert off == 24
-    fastpath.advance(buf, off)
-    assert fastpath.route_of(buf, off) == ((2, 3), 1, 0)
-    salv = fastpath.replace_source_route(bytes(buf), off, fastpath.source_route_bytes((3, 5, 6), 2, 1))
+    srcroute.advance(buf, off)
+    assert srcroute.route_of(buf, off) == ((2, 3), 1, 0)
+    salv = srcroute.replace_source_route(bytes(buf), off, srcroute.source_route_bytes((3, 5, 6), 2, 1))
     want = (
         IP(src=A1, dst=A4, ttl=64, id=77)
         / DSR(

@@ -46,9 +46,3 @@ ROUTE = WiredRoute(ipaddress.IPv4Network("10.1.0.0/24"), gateway=2)
 )
 def test_tunnel_end(src: str, dst: str, want: int | None) -> None:
     assert ROUTE.tunnel_end(raw(IP(src=src, dst=dst) / TCP())) == want
-
-
-def test_route_from_config() -> None:
-    assert WiredRoute.from_config({"subnet": "10.1.0.0/24", "gateway": 2}) == ROUTE
-    with pytest.raises(ValueError, match="wired.gateway"):
-        WiredRoute.from_config({"subnet": "10.1.0.0/24", "gateway": True})

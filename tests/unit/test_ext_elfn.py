@@ -20,8 +20,8 @@ from nodes.protocols.aodv.events import AodvRouteErrorReceived
 from nodes.protocols.aodv.messages import Rerr
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
-from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import DsrOption, RawOption, RouteError, decode_options, parse
+from nodes.protocols.dsr.srcroute import add_source_route
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId, EndpointAgent, HoldMode
 from nodes.tcpctl.api import TcpControl

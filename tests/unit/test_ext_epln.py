@@ -249,8 +249,8 @@ def test_epln_bead_dsr_update_survive_mutated_frames() -> None:
     from nodes.core.protocol import NodeContext
     from nodes.core.runtime import NodeRuntime
     from nodes.extensions.dsr_update import CacheUpdateOption
-    from nodes.protocols.dsr.fastpath import add_source_route
     from nodes.protocols.dsr.options import SourceRoute, build
+    from nodes.protocols.dsr.srcroute import add_source_route
 
     class _IO:
         def transmit(self, frame: object) -> None:

@@ -17,7 +17,7 @@ from nodes.extensions.abra import AbraBackoff, AbraExtension, AbraParams
 from nodes.extensions.fixed_rto import FixedRtoBackoff, FixedRtoExtension
 from nodes.protocols.static import StaticRouting
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId, EndpointAgent
+from nodes.tcpctl.agent import ConnId, EndpointAgent, PollTimer
 from nodes.tcpctl.api import TcpControl
 from nodes.tcpctl.kernelseam import Abra, FakeKernel, FixedAfterTwo
 
@@ -95,7 +95,7 @@ def test_policy_on_connections_the_station_originates(name: str, params: dict[st
     acts = agent.on_outbound(syn(OUT), 5 * NS_PER_MS)
     assert ("set_policy", OUT, policy) in kern.calls
     assert ext.applied == {OUT: 5 * NS_PER_MS}
-    assert any(getattr(a, "key", None) == ("endpoint", "poll") for a in acts)  # observe: polling on
+    assert any(getattr(a, "key", None) == PollTimer() for a in acts)  # observe: polling on
     # the passive side (SYN in, SYN-ACK out) is left alone; a second segment sets nothing again
     agent.on_inbound(syn_in(IN), 6 * NS_PER_MS)
     agent.on_outbound(syn(IN, P.SYN | P.ACK), 6 * NS_PER_MS)
@@ -120,9 +120,9 @@ def test_abra_checks_every_kernel_expiration() -> None:
     srtt = dict(last_srtt_us=350_000, min_srtt_us=120_000, max_srtt_us=450_000)
     # factor 1 + (0.35 - 0.1)/(0.6 - 0.1) = 1.5 (the kernel's min/max lie inside 0.1 .. 0.6)
     kern.states[OUT] = bpf_state([1_320_000, 1_980_000], [1_980_000, 2_970_000], **srtt)
-    agent.on_timer(("endpoint", "poll"), 100 * NS_PER_MS)
+    agent.on_timer(PollTimer(), 100 * NS_PER_MS)
     kern.states[OUT] = bpf_state([1_320_000, 1_980_000, 2_970_000], [1_980_000, 2_970_000, 3_000_000], **srtt)
-    agent.on_timer(("endpoint", "poll"), 200 * NS_PER_MS)
+    agent.on_timer(PollTimer(), 200 * NS_PER_MS)
     ev = ext.events[OUT]
     assert [(e["n_rto"], e["expected_us"], e["ok"]) for e in ev] == [
         (1, 1_980_000, True),
@@ -139,7 +139,7 @@ def test_fixed_rto_checks_every_kernel_expiration() -> None:
     assert isinstance(ext, FixedRtoExtension)
     agent.on_outbound(syn(OUT), 0)
     kern.states[OUT] = bpf_state([1_000_000, 2_000_000, 2_000_000], [0, 2_000_000, 2_000_000])
-    agent.on_timer(("endpoint", "poll"), NS_PER_S)
+    agent.on_timer(PollTimer(), NS_PER_S)
     assert [e["ok"] for e in ext.events[OUT]] == [True, True, True]
     assert ext.counters["mismatches"] == 0
 

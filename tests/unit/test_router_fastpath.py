@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 from nodes.core.ipv4 import header_checksum_ok, set_header_checksum
+from nodes.core.mac import MacState, WireNumbers
 from nodes.formats import medium as wire
 from nodes.router import fastpath
+from nodes.router.config import RouterConfig
 from nodes.router.loop import EpollLoop
 from nodes.router.main import EXIT_MEDIUM_GONE, Router
 
@@ -80,7 +82,7 @@ class Station:
 
 def station(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None,
             **extra: Any) -> Station:
-    r = Router(config(tmp_path, mode, mirror, **extra), logging.getLogger(f"test.fastpath.{mode}"))
+    r = Router(RouterConfig.from_json(config(tmp_path, mode, mirror, **extra)), logging.getLogger(f"test.fastpath.{mode}"))
     tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     for s in (tun_r, tun_k, tap_r, tap_k):
@@ -283,17 +285,16 @@ def test_a_capture_hands_every_frame_back_to_python(tmp_path: Path) -> None:
     assert snap["counters"]["data_forwarded"] == 56 + 77
 
 
-def test_config_values() -> None:
-    assert fastpath.fastpath_mode(None) == "auto"
-    assert fastpath.fastpath_mode(False) == "off"
-    with pytest.raises(ValueError, match="fastpath must be one of"):
-        fastpath.fastpath_mode("fast")
+def test_config_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fastpath.fastpath_mode("auto") == "auto"
+    monkeypatch.setenv(fastpath.ENV_MODE, "off")
+    assert fastpath.fastpath_mode("auto") == "off"
 
 
 def test_only_static_routing_without_extensions(tmp_path: Path) -> None:
     config = {"station_id": 1, "medium_socket": "x", "out_dir": str(tmp_path),
               "protocol": {"name": "dsr", "params": {}}, "mirror": "off"}
-    r = Router(config, logging.getLogger("test.fastpath.dsr"))
+    r = Router(RouterConfig.from_json(config), logging.getLogger("test.fastpath.dsr"))
     r.build_core()
     assert fastpath.why_not(r) is not None and "static" in str(fastpath.why_not(r))
 
@@ -401,7 +402,7 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
     fast.fastpath = fp
     taken = declined = python_forwarded = 0
     for i in range(4000):
-        seq = fast._rx_seq + 1
+        seq = fast.mac.rx_seq + 1
         dst = rng.choice([3, 4, 5, ME, 9, 300])
         m = bytearray(wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 2, 1, 0]), ident=i,
                                                         size=rng.choice([20, 40, 120, 1040])),
@@ -416,9 +417,7 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             m += bytes(rng.randrange(1, 30))
         msg = bytes(m)
         # the fast path, MAC idle
-        fp.st.native_cookie = 0
-        fp.st.q_head = fp.st.q_count = 0
-        fast.rt.mac_busy = None  # type: ignore[union-attr]
+        assert fp.st.native_cookie == 0 and fp.st.q_count == 0 and fast.mac.busy is None
         fast_medium.send(msg)
         before = fp.st.n_forwarded
         events = fp.poll(0.0)  # the message is queued already: one look
@@ -427,15 +426,17 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             taken += 1
             assert not fp.st.has_msg and not events
             c_tx = wire.decode(fast_medium.recv(65536))
-            fast.pending.clear()
+            assert isinstance(c_tx, wire.Tx) and fast.mac.is_pending(c_tx.cookie)  # adopted
+            assert fast.mac.complete(c_tx.cookie) is fast.mac.busy  # as its TX_STATUS would
+            fast.mac.done()
         else:
             declined += 1
             assert events and fp.st.has_msg and fp.take() == msg  # handed over unchanged
-            fast._rx_seq = seq  # as if Python had handled it
+            assert fast.mac.receive(seq)  # as if Python had handled it
         fast.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
         # the Python path on the same message, MAC idle
-        py._rx_seq = seq - 1
-        py.rt.mac_busy = None  # type: ignore[union-attr]
+        # a MAC idle and expecting this message next
+        py.mac = py.rt.mac = MacState(WireNumbers(seq - 1, py.mac.tx_seq, py.mac.cookie))  # type: ignore[union-attr]
         try:
             py._on_message(msg, py.rt)  # type: ignore[arg-type]
         except wire.MalformedMessage:
@@ -446,7 +447,6 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
             python_forwarded += 1
         except BlockingIOError:
             pass
-        py.pending.clear()
         py.rt.ctx.ifq.remove_if(lambda f: True)  # type: ignore[union-attr]
         if c_tx is not None:
             assert isinstance(c_tx, wire.Tx) and isinstance(py_tx, wire.Tx), (i, msg.hex())

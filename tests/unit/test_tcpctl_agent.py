@@ -10,7 +10,16 @@ import pytest
 from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import AgentParams, ConnId, EndpointAgent, HoldMode, TcpAck, TcpDupack
+from nodes.tcpctl.agent import (
+    AgentParams,
+    ConnId,
+    EndpointAgent,
+    HoldMode,
+    PollTimer,
+    TcpAck,
+    TcpDupack,
+    ThawTimer,
+)
 from nodes.tcpctl.api import TcpControl
 from nodes.tcpctl.kernelseam import Abra, FakeKernel, FixedAfterTwo
 
@@ -119,7 +128,7 @@ def test_elfn_freeze_probe_thaw_old(agent: EndpointAgent, kern: FakeKernel) -> N
     acts = agent.freeze(CID, t0, restore="old")
     assert kern.calls == [("snapshot", CID)]
     assert kinds(acts) == ["ToKernel", "SetTimer"]
-    assert acts[1] == SetTimer(("endpoint", "thaw", CID), t0 + 2 * NS_PER_S)
+    assert acts[1] == SetTimer(ThawTimer(CID), t0 + 2 * NS_PER_S)
     # frozen: the kernel's retransmission is withheld
     assert kinds(agent.on_outbound(data(0), t0 + 1)) == ["Drop"]
     # an ACK that was in flight does not thaw; it moves thaw_seqno and is delivered with window 0
@@ -127,21 +136,21 @@ def test_elfn_freeze_probe_thaw_old(agent: EndpointAgent, kern: FakeKernel) -> N
     assert P.parse_tcp(late.packet).window == 0  # type: ignore[union-attr]
     assert kern.calls == [("snapshot", CID)]
     # every 2 s: the probe is the copy of thaw_seqno's segment
-    probe = agent.on_timer(("endpoint", "thaw", CID), t0 + 2 * NS_PER_S)
-    assert probe == [SetTimer(("endpoint", "thaw", CID), t0 + 4 * NS_PER_S), ToNetwork(data(1))]
-    probe2 = agent.on_timer(("endpoint", "thaw", CID), t0 + 4 * NS_PER_S)
+    probe = agent.on_timer(ThawTimer(CID), t0 + 2 * NS_PER_S)
+    assert probe == [SetTimer(ThawTimer(CID), t0 + 4 * NS_PER_S), ToNetwork(data(1))]
+    probe2 = agent.on_timer(ThawTimer(CID), t0 + 4 * NS_PER_S)
     assert probe2[1] == ToNetwork(data(1))
     # the probe's ACK thaws: restore, forward unmodified, stop the thaw timer
     out = agent.on_inbound(ack(2), t0 + 4 * NS_PER_S + 5 * NS_PER_MS)
     assert kern.calls[-1] == ("restore", CID, "old")
-    assert out == [CancelTimer(("endpoint", "thaw", CID)), ToKernel(ack(2))]
+    assert out == [CancelTimer(ThawTimer(CID)), ToKernel(ack(2))]
     assert agent.conns[CID].hold is None
     assert agent.conns[CID].stats["probes"] == 2
 
 
 def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
     agent.freeze(CID, 0, restore="default")
-    agent.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    agent.on_timer(ThawTimer(CID), 2 * NS_PER_S)
     agent.on_inbound(ack(1), 2 * NS_PER_S + 1)
     assert kern.calls[-1] == ("restore", CID, "default")
 
@@ -152,7 +161,7 @@ def test_probe_without_outstanding_data_is_a_window_probe(kern: FakeKernel) -> N
     ag.on_outbound(data(0), 0)
     ag.on_inbound(ack(1), 1)
     ag.freeze(CID, 2)
-    (_, probe) = ag.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    (_, probe) = ag.on_timer(ThawTimer(CID), 2 * NS_PER_S)
     v = P.parse_tcp(probe.packet)  # type: ignore[union-attr]
     assert v is not None and v.seq == ISS + MSS - 1 and v.payload_len == 0
     out = ag.on_inbound(ack(1), 2 * NS_PER_S + 3)  # the receiver answers with snd_una
@@ -192,7 +201,7 @@ def test_epln_algorithm2(
 def test_epln_melt_retransmits_lost_pkt(agent: EndpointAgent, kern: FakeKernel) -> None:
     agent.epln_notice(CID, ISS + 1 * MSS, True, 0)
     agent.epln_notice(CID, ISS + 3 * MSS, True, 0)
-    agent.on_timer(("endpoint", "thaw", CID), 2 * NS_PER_S)
+    agent.on_timer(ThawTimer(CID), 2 * NS_PER_S)
     out = agent.on_inbound(ack(2), 2 * NS_PER_S + 1)
     assert out[-1] == ToNetwork(data(3))
     assert kern.calls[-1] == ("restore", CID, "old")
@@ -249,12 +258,12 @@ def test_timeouts_polled_from_the_kernel(agent: EndpointAgent, kern: FakeKernel)
     api = TcpControl(agent)
     seen: list[int] = []
     first = api.on_timeout(lambda ev: seen.append(ev.n_rto), 0)
-    assert first == [SetTimer(("endpoint", "poll"), 100 * NS_PER_MS)]
+    assert first == [SetTimer(PollTimer(), 100 * NS_PER_MS)]
     kern.states[CID] = {"n_rto": 2}
-    out = agent.on_timer(("endpoint", "poll"), 100 * NS_PER_MS)
+    out = agent.on_timer(PollTimer(), 100 * NS_PER_MS)
     assert seen == [2]
-    assert out == [SetTimer(("endpoint", "poll"), 200 * NS_PER_MS)]
-    agent.on_timer(("endpoint", "poll"), 200 * NS_PER_MS)
+    assert out == [SetTimer(PollTimer(), 200 * NS_PER_MS)]
+    agent.on_timer(PollTimer(), 200 * NS_PER_MS)
     assert seen == [2]
 
 

@@ -70,11 +70,11 @@ def test_cc_names_and_router_config(tmp_path: Path) -> None:
     rt = tcpctl.RunTcpCtl("abc123", "/sys/fs/bpf/mtabc123", True, {"vegas": "vegas_abc123", "reno": "mtctl_abc123"})
     assert rt.cc("vegas") == "vegas_abc123" and rt.cc("reno") == "mtctl_abc123" and rt.cc("cubic") == "cubic"
     cfg = router_config(sc, "abc123", 1, 2, Path("/run/manet/abc123"), Path("/r"), {}, rt)
-    assert cfg["tcpctl"] == {
+    assert cfg.to_json()["tcpctl"] == {
         "enabled": True,
         "bpf": True,
         "control_socket": "/run/manet/abc123/sta2.tcpctl.sock",
     }
     off = tcpctl.RunTcpCtl("abc123", "/x", False, {"vegas": "vegas_abc123"})
-    assert "tcpctl" not in router_config(sc, "abc123", 1, 2, Path("/s"), Path("/r"), {}, off)
-    assert "tcpctl" not in router_config(sc, "abc123", 1, 2, Path("/s"), Path("/r"), {}, None)
+    assert "tcpctl" not in router_config(sc, "abc123", 1, 2, Path("/s"), Path("/r"), {}, off).to_json()
+    assert "tcpctl" not in router_config(sc, "abc123", 1, 2, Path("/s"), Path("/r"), {}, None).to_json()

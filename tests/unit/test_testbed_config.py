@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nodes.router.config import RouterConfig
 from testbed import naming, traffic
 from testbed.medium import medium_config
 from testbed.run import router_config, station_sysctls
@@ -57,7 +58,9 @@ def test_names_fit_interface_and_comm_limits() -> None:
 def test_router_config_follows_the_contract(tmp_path: Path) -> None:
     sc = load_scenario(CHAIN5)
     routes = sc.static_routes()
-    cfg = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, routes)
+    typed = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, routes)
+    cfg = json.loads(json.dumps(typed.to_json()))
+    assert RouterConfig.from_json(cfg) == typed  # what the router reads back is what was written
     assert set(cfg) == {
         "run_id",
         "station_id",
@@ -68,8 +71,13 @@ def test_router_config_follows_the_contract(tmp_path: Path) -> None:
         "extensions",
         "ifq_len",
         "promiscuous",
+        "mirror",
         "trace",
+        "fastpath",
         "out_dir",
+        "welcome_timeout_s",
+        "counters_interval_s",
+        "lag_probe_interval_s",
     }
     assert cfg["station_id"] == 3 and cfg["n_stations"] == 5 and cfg["seed"] == 7
     assert cfg["medium_socket"] == "/run/manet/3fa9c1/medium.sock"
@@ -86,7 +94,7 @@ def test_router_config_carries_extension_params(tmp_path: Path) -> None:
             "routing.extension_params": {"abra": {"min_srtt_init": 0.2}},
         },
     )
-    cfg = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, sc.static_routes())
+    cfg = router_config(sc, "3fa9c1", 7, 3, Path("/run/manet/3fa9c1"), tmp_path, sc.static_routes()).to_json()
     assert cfg["extensions"] == [
         {"name": "fixed_rto", "params": {}},
         {"name": "abra", "params": {"min_srtt_init": 0.2}},

@@ -3,12 +3,14 @@ switch in link order, and ovs-vsctl always pointed at the run's own database."""
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nodes.core.ipip import WiredRoute
 from testbed import wired as wired_mod
 from testbed.wired import Port, WiredSegment, choose_backend
 from topologies.wired import Wired
@@ -35,7 +37,7 @@ def test_names_and_ports(tmp_path: Path) -> None:
         Port("s2", "s2-eth2", "h2-eth0", "mtabc123-h2"),
         Port("s1", "s1-eth3", "sta3-eth1", "mtabc123-sta3"),
     ]
-    assert seg.router_config() == {"subnet": "10.1.0.0/24", "gateway": 3}
+    assert seg.router_config() == WiredRoute(ipaddress.IPv4Network("10.1.0.0/24"), 3)
     assert all(len(p.inner) <= 15 and len(p.outer) <= 15 for p in seg.plan_ports())
 
 

@@ -14,12 +14,12 @@ from nodes.core.protocol import NodeContext, params_from_dict
 from .events import RrepDecision, RreqDecision
 from .messages import AODV_PORT, MalformedMessage, MsgType, Rerr, Rrep, RrepAck, Rreq, decode
 from .params import AodvParams
-from .protocol import TIMER, AodvRouting
+from .protocol import TIMER_KEYS, AodvRouting
 from .route_table import TRANSITIONS, IllegalTransition, RouteEntry, RouteState, RoutingTable
 
 __all__ = [
     "AODV_PORT",
-    "TIMER",
+    "TIMER_KEYS",
     "TRANSITIONS",
     "AodvParams",
     "AodvRouting",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nodes.core import ipv4
@@ -80,8 +81,30 @@ from .route_table import RouteEntry, RouteState, RoutingTable, is_fresher
 from .send_buffer import SendBuffer
 from .seqno import seq_ge, seq_gt, seq_inc, seq_max
 
-TIMER = "aodv"
-"""First element of every timer key this core sets."""
+
+# ------------------------------------------------------------------ timer keys (one type per timer)
+@dataclass(frozen=True, slots=True)
+class RreqTimer:
+    """The route discovery for ``dst`` waited its ring-traversal time, or the RREQ rate limit
+    let it go (section 6.3)."""
+
+    dst: int
+
+
+@dataclass(frozen=True, slots=True)
+class HelloTimer:
+    """The next HELLO is due (section 6.9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RrepAckTimer:
+    """No RREP-ACK from ``neighbour`` within NEXT_HOP_WAIT (section 6.8)."""
+
+    neighbour: int
+
+
+TIMER_KEYS = (RreqTimer, HelloTimer, RrepAckTimer)
+"""The types of every timer key this core sets."""
 
 
 class AodvRouting(RoutingProtocol):
@@ -129,7 +152,7 @@ class AodvRouting(RoutingProtocol):
     def start(self, now_ns: int) -> list[Action]:
         if not self.p.enable_hello:
             return []
-        return [SetTimer((TIMER, "hello"), now_ns + self.p.hello_interval_ns + self._jitter())]
+        return [SetTimer(HelloTimer(), now_ns + self.p.hello_interval_ns + self._jitter())]
 
     def on_event(self, event: Event, now_ns: int) -> list[Action]:
         if isinstance(event, FromAir):
@@ -238,16 +261,13 @@ class AodvRouting(RoutingProtocol):
         return acts
 
     def _on_timer(self, key: Hashable, now: int) -> list[Action]:
-        if not (isinstance(key, tuple) and len(key) >= 2 and key[0] == TIMER):
-            return []
-        kind = key[1]
-        if kind == "rreq" and len(key) == 3 and isinstance(key[2], int):
-            return self._on_rreq_timeout(key[2], now)
-        if kind == "hello":
+        if isinstance(key, RreqTimer):
+            return self._on_rreq_timeout(key.dst, now)
+        if isinstance(key, HelloTimer):
             return self._on_hello_timer(now)
-        if kind == "rrep_ack" and len(key) == 3 and isinstance(key[2], int):
+        if isinstance(key, RrepAckTimer):
             # Section 6.8: no RREP-ACK within NEXT_HOP_WAIT -> blacklist for BLACKLIST_TIMEOUT.
-            self.neighbours.blacklist(key[2], now + self.p.blacklist_timeout_ns)
+            self.neighbours.blacklist(key.neighbour, now + self.p.blacklist_timeout_ns)
             self.ctx.counters.extra["aodv_blacklisted"] += 1
         return []
 
@@ -364,7 +384,7 @@ class AodvRouting(RoutingProtocol):
         return self._send_rreq(d, now)
 
     def _send_rreq(self, d: Discovery, now: int) -> list[Action]:
-        key = (TIMER, "rreq", d.dst)
+        key = RreqTimer(d.dst)
         # Section 6.3: "An originating node SHOULD NOT originate more than RREQ_RATELIMIT RREQ
         # messages per second." The RREQ waits until the limiter lets it go.
         if not self.rreq_rate.allow(now):
@@ -439,7 +459,7 @@ class AodvRouting(RoutingProtocol):
         self.requests.pop(dst)
         if by_rrep and not d.rate_limited:
             self.traversal.add(dst, now - d.last_rreq_ns, e.hop_count)
-        acts: list[Action] = [CancelTimer((TIMER, "rreq", dst))]
+        acts: list[Action] = [CancelTimer(RreqTimer(dst))]
         if d.local_repair:
             # Section 6.12: "If ... the hop count of the newly determined route to the destination
             # is greater than the hop count of the previously known route the node SHOULD issue a
@@ -481,7 +501,7 @@ class AodvRouting(RoutingProtocol):
         if isinstance(msg, Rerr):
             return self._recv_rerr(msg, prev, now)
         # RREP-ACK (section 6.8): the neighbour hears us; stop its blacklist timer.
-        return [CancelTimer((TIMER, "rrep_ack", prev))]
+        return [CancelTimer(RrepAckTimer(prev))]
 
     def _bad_address(self, packet: bytes) -> list[Action]:
         self.ctx.counters.malformed["aodv_bad_address"] += 1
@@ -698,7 +718,7 @@ class AodvRouting(RoutingProtocol):
             rrep = dataclasses.replace(rrep, ack_required=True)
             return [
                 self._unicast(nb, rrep, "rrep", forwarded, self.p.control_ttl),
-                SetTimer((TIMER, "rrep_ack", nb), now + self.p.next_hop_wait_ns),
+                SetTimer(RrepAckTimer(nb), now + self.p.next_hop_wait_ns),
             ]
         return [self._unicast(nb, rrep, "rrep", forwarded, self.p.control_ttl)]
 
@@ -724,7 +744,7 @@ class AodvRouting(RoutingProtocol):
                 hop_count=0,
             )
             acts.append(self._broadcast(hello, 1, "hello", False, now))
-        acts.append(SetTimer((TIMER, "hello"), now + p.hello_interval_ns))
+        acts.append(SetTimer(HelloTimer(), now + p.hello_interval_ns))
         return acts
 
     def _recv_hello(self, m: Rrep, prev: int, now: int) -> list[Action]:

@@ -4,7 +4,7 @@ A sans-I/O state machine (STYLE.md): ``on_event(event, now_ns) -> list[Action]``
 structures of this package, one per file: the route cache (``route_cache``), the send buffer
 (``send_buffer``), the route request table (``request_table``), the gratuitous reply table
 (``grat_reply_table``) and the maintenance buffer (``maintenance``, network-layer ACKs only).
-Data packets are handled on raw bytes (``fastpath``); control packets with the ``options`` codec.
+Data packets are handled on raw bytes (``srcroute``); control packets with the ``options`` codec.
 
 Route Maintenance uses the MAC's TX status (docs/interfaces.md: ``TxStatus.ok``), which is what
 ns-2's DSR used (link-layer feedback from 802.11).
@@ -13,6 +13,7 @@ ns-2's DSR used (link-layer feedback from 802.11).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nodes.core import ipv4
@@ -42,7 +43,7 @@ from nodes.core.hooks import (
     RouteDiscoveryStarted,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.events import (
     DsrCacheInsert,
     DsrCacheMiss,
@@ -81,10 +82,34 @@ from nodes.protocols.dsr.request_table import Discovery, RequestTable
 from nodes.protocols.dsr.route_cache import Path, loop_free, make_cache
 from nodes.protocols.dsr.send_buffer import Buffered, SendBuffer
 
-T_RREQ = "dsr-rreq"
-T_SENDBUF = "dsr-sendbuf"
-T_REPLY = "dsr-reply"
-T_ACK = "dsr-ack"
+
+# ------------------------------------------------------------------ timer keys (one type per timer)
+@dataclass(frozen=True, slots=True)
+class RreqTimer:
+    """No ROUTE REPLY for ``target`` within the request period: send the next request (8.2.1)."""
+
+    target: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendBufferTimer:
+    """The send buffer's oldest packet times out (``send_buffer_timeout``, section 8.2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTimer:
+    """A cached ROUTE REPLY to ``initiator``'s request ``rreq_id`` is due (its 8.2.5 delay)."""
+
+    initiator: int
+    rreq_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class AckTimer:
+    """No acknowledgement ``ack_id`` within the maintenance timeout (passive or network-layer)."""
+
+    ack_id: int
+
 
 SNOOP_REFRESH_NS = 1_000_000_000
 """A route snooped from a forwarded packet is re-added to the cache at most once a second (the
@@ -96,7 +121,7 @@ def _inner(frame: Frame) -> bytes | None:
     if frame.meta.get("dsr", "data") != "data":
         return None
     try:
-        return fastpath.strip(frame.packet)
+        return srcroute.strip(frame.packet)
     except (MalformedDsr, ValueError, IndexError):
         return None
 
@@ -120,7 +145,7 @@ def full_route(dp: DsrPacket, sr: SourceRoute) -> Path:
 def next_pos(sr: SourceRoute) -> int:
     """Index, in :func:`full_route`, of the node a packet with this option is travelling to."""
     head = 1 if sr.salvage == 0 else 0
-    return head + fastpath.next_index(len(sr.addresses), sr.segs_left)
+    return head + srcroute.next_index(len(sr.addresses), sr.segs_left)
 
 
 class DsrRouting(RoutingProtocol):
@@ -237,8 +262,8 @@ class DsrRouting(RoutingProtocol):
         control = kind != "data"
         if self.p.network_acks and next_hop != BROADCAST and kind != "ack":
             self.ack_id = (self.ack_id + 1) & 0xFFFF
-            packet = fastpath.insert_option(
-                fastpath.remove_option_type(packet, OPT_ACKREQ), AckRequest(self.ack_id).encode()
+            packet = srcroute.insert_option(
+                srcroute.remove_option_type(packet, OPT_ACKREQ), AckRequest(self.ack_id).encode()
             )
             meta["ack_id"] = self.ack_id
         frame = Frame(packet, next_hop, control=control, meta={"dsr": kind, **meta})
@@ -307,13 +332,13 @@ class DsrRouting(RoutingProtocol):
 
     def _send_data(self, inner: bytes, route: Path) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
-        pkt = fastpath.add_source_route(inner, route[1:-1])
+        pkt = srcroute.add_source_route(inner, route[1:-1])
         self._route_sent(route, route[1], "data")
         self._send(pkt, route[1], "data")
 
     def _arm_send_buffer(self) -> None:
         t = self.send_buffer.next_expiry_ns()
-        self._out.append(SetTimer((T_SENDBUF,), t) if t is not None else CancelTimer((T_SENDBUF,)))
+        self._out.append(SetTimer(SendBufferTimer(), t) if t is not None else CancelTimer(SendBufferTimer()))
 
     def _flush_send_buffer(self) -> None:
         """Send what waits for destinations that now have a route (discovery done)."""
@@ -324,7 +349,7 @@ class DsrRouting(RoutingProtocol):
             d = self.requests.finish(dst)
             if d is not None:
                 self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
-                self._out.append(CancelTimer((T_RREQ, dst)))
+                self._out.append(CancelTimer(RreqTimer(dst)))
             for b in self.send_buffer.take(dst):
                 self._cache_used(dst, route)
                 self._send_data(b.packet, route)
@@ -359,7 +384,7 @@ class DsrRouting(RoutingProtocol):
                 p.request_period_ns if d.tries == 1 else min(2 * d.backoff_ns, p.max_request_period_ns)
             )
             wait = d.backoff_ns
-        self._out.append(SetTimer((T_RREQ, d.target), self._now + wait))
+        self._out.append(SetTimer(RreqTimer(d.target), self._now + wait))
 
     def _rreq_timeout(self, target: int) -> None:
         d = self.requests.discovery(target)
@@ -433,7 +458,7 @@ class DsrRouting(RoutingProtocol):
             self._send_rrep(full)
             return
         self.pending_replies[(initiator, rreq_id)] = (full, hops)
-        self._out.append(SetTimer((T_REPLY, initiator, rreq_id), self._now + delay))
+        self._out.append(SetTimer(ReplyTimer(initiator, rreq_id), self._now + delay))
 
     def _send_rrep(self, full: Path, *, grat: bool = False) -> None:
         """Originate a Route Reply for ``full`` (initiator ... target), this node on it, sent back
@@ -522,7 +547,7 @@ class DsrRouting(RoutingProtocol):
                     self.add_route((self.me, o.ack_src), primary=False)
                     pend = self.maint.pop(o.ack_id)
                     if pend is not None:
-                        self._out.append(CancelTimer((T_ACK, o.ack_id)))
+                        self._out.append(CancelTimer(AckTimer(o.ack_id)))
             elif isinstance(o, AckRequest):
                 # Section 8.3.3: acknowledge to the previous hop unless the packet carries an ACK.
                 if dp.find(Ack) is None:
@@ -603,7 +628,7 @@ class DsrRouting(RoutingProtocol):
             elif kind == "ack":
                 c.routing_received["ack"] += 1
             return
-        inner = fastpath.strip(ev.packet)
+        inner = srcroute.strip(ev.packet)
         c.data_delivered += 1
         self._out.append(DeliverLocal(inner))
         if self._wants(LocalDelivery):
@@ -616,7 +641,7 @@ class DsrRouting(RoutingProtocol):
         if not ipv4.decrement_ttl(buf):
             self._drop(ev.packet, "ttl_expired", path)
             return
-        fastpath.advance(buf, fastpath.find_source_route(buf, dp.ihl))
+        srcroute.advance(buf, srcroute.find_source_route(buf, dp.ihl))
         sl = sr.segs_left - 1
         nh = sr.addresses[len(sr.addresses) - sl] if sl else path[-1]
         if kind != "data" and self._wants(DsrControlForwarded):
@@ -677,7 +702,7 @@ class DsrRouting(RoutingProtocol):
         for key, (full, hops) in list(self.pending_replies.items()):
             if key[0] == dp.src and full[-1] == dp.dst and len(path) - 1 < hops:
                 del self.pending_replies[key]
-                self._out.append(CancelTimer((T_REPLY, *key)))
+                self._out.append(CancelTimer(ReplyTimer(*key)))
                 self.ctx.counters.extra["cached_replies_cancelled"] += 1
 
     # ------------------------------------------------------------------ route maintenance
@@ -688,7 +713,7 @@ class DsrRouting(RoutingProtocol):
         ack_id = f.meta.get("ack_id")
         if ev.ok:
             if ack_id is not None and self.maint.get(ack_id) is not None:
-                self._out.append(SetTimer((T_ACK, ack_id), self._now + self.p.passive_ack_timeout_ns))
+                self._out.append(SetTimer(AckTimer(ack_id), self._now + self.p.passive_ack_timeout_ns))
             return
         if ack_id is not None:
             self.maint.pop(ack_id)
@@ -716,7 +741,7 @@ class DsrRouting(RoutingProtocol):
         nh = frame.next_hop
         queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh and "dsr" in f.meta)
         for pend in self.maint.remove_next_hop(nh):
-            self._out.append(CancelTimer((T_ACK, pend.ack_id)))
+            self._out.append(CancelTimer(AckTimer(pend.ack_id)))
         self.ctx.counters.extra["link_failures"] += 1
         if self._wants(LinkFailure):
             self._emit(
@@ -758,7 +783,7 @@ class DsrRouting(RoutingProtocol):
         has_rerr = dp.find(RouteError) is not None
         if kind == "data" and origin == self.me and sr.salvage == 0:
             # Our own data packet: route it again (cache or discovery); not a salvage.
-            self._originate(fastpath.strip(pkt), dp.dst)
+            self._originate(srcroute.strip(pkt), dp.dst)
             return
         if origin != self.me:
             back = tuple(reversed(path[:j]))
@@ -779,9 +804,9 @@ class DsrRouting(RoutingProtocol):
             if route is None:
                 self._drop(pkt, "link_failure", path)
                 return
-            new_sr = fastpath.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
+            new_sr = srcroute.source_route_bytes(route[1:-1], len(route) - 2, sr.salvage)
             self._send(
-                fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr),
+                srcroute.replace_source_route(pkt, srcroute.find_source_route(pkt, dp.ihl), new_sr),
                 route[1],
                 kind,
             )
@@ -805,8 +830,8 @@ class DsrRouting(RoutingProtocol):
             return
         # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
         addrs = (self.me,) + route[1:-1]
-        new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
-        new = fastpath.replace_source_route(pkt, fastpath.find_source_route(pkt, dp.ihl), new_sr)
+        new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
+        new = srcroute.replace_source_route(pkt, srcroute.find_source_route(pkt, dp.ihl), new_sr)
         self.ctx.counters.extra["salvaged"] += 1
         if self._wants(DsrPacketSalvaged):
             self._emit(
@@ -897,11 +922,11 @@ class DsrRouting(RoutingProtocol):
             if ip_to_station(ipv4.src(inner)) == self.me:
                 self._send_data(inner, r)
                 return
-            pkt = fastpath.add_source_route(inner, r[1:-1])
+            pkt = srcroute.add_source_route(inner, r[1:-1])
             addrs = (self.me,) + r[1:-1]
-            new_sr = fastpath.source_route_bytes(addrs, len(addrs) - 1, 1)
-            pkt = fastpath.replace_source_route(
-                pkt, fastpath.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
+            new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, 1)
+            pkt = srcroute.replace_source_route(
+                pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
             )
             self._route_sent(r, r[1], "data")
             self._send(pkt, r[1], "data", salvaged=1)
@@ -910,20 +935,18 @@ class DsrRouting(RoutingProtocol):
 
     # ------------------------------------------------------------------ timers and queue
     def _timer(self, key: object) -> None:
-        if not isinstance(key, tuple) or not key:
-            return
-        if key[0] == T_RREQ:
-            self._rreq_timeout(key[1])
-        elif key[0] == T_SENDBUF:
+        if isinstance(key, RreqTimer):
+            self._rreq_timeout(key.target)
+        elif isinstance(key, SendBufferTimer):
             for b in self.send_buffer.expire(self._now):
                 self._expired(b)
             self._arm_send_buffer()
-        elif key[0] == T_REPLY:
-            pending = self.pending_replies.pop((key[1], key[2]), None)
+        elif isinstance(key, ReplyTimer):
+            pending = self.pending_replies.pop((key.initiator, key.rreq_id), None)
             if pending is not None:
                 self._send_rrep(pending[0])
-        elif key[0] == T_ACK:
-            self._ack_timeout(key[1])
+        elif isinstance(key, AckTimer):
+            self._ack_timeout(key.ack_id)
 
     def _expired(self, b: Buffered) -> None:
         self._drop(b.packet, "send_buffer_timeout", None)

@@ -22,13 +22,14 @@ from nodes.core.hooks import (
 )
 from nodes.protocols.aodv import Rerr, RouteEntry, RouteState, Rrep, Rreq
 from nodes.protocols.aodv.events import AodvIpForward, AodvRouteReply, AodvRouteRequest, AodvRouteStateChange
+from nodes.protocols.aodv.protocol import RreqTimer
 from nodes.protocols.dsr.events import DsrRouteErrorReceived
 
 MS = NS_PER_MS
 
 
-def rreq_key(dst: int) -> tuple[str, str, int]:
-    return ("aodv", "rreq", dst)
+def rreq_key(dst: int) -> RreqTimer:
+    return RreqTimer(dst)
 
 
 # ------------------------------------------------------------------ route discovery (6.3, 6.4)
@@ -85,7 +86,7 @@ def test_one_discovery_per_destination_and_rreq_ratelimit() -> None:
     acts += c.on_event(FromLocal(data(1, 2)), 0)  # same destination: buffered, no new RREQ
     assert len(sent_msgs(acts)) == 10  # RREQ_RATELIMIT per second
     held = [t for t in timers(acts) if t.at_ns == NS_PER_S]
-    assert sorted(t.key[2] for t in held) == [12, 13]  # type: ignore[index]
+    assert {t.key for t in held} == {rreq_key(12), rreq_key(13)} and len(held) == 2
     later = c.on_event(Timer(rreq_key(12)), NS_PER_S)
     ((_, ttl, m),) = sent_msgs(later)
     assert ttl == 1 and isinstance(m, Rreq) and m.dest_ip == ip(12)

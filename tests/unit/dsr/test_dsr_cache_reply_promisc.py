@@ -8,6 +8,7 @@ import random
 from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route, standalone, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, FromAir, Send, SetTimer, Timer
+from nodes.protocols.dsr.core import ReplyTimer
 from nodes.protocols.dsr.events import (
     DsrCacheInsert,
     DsrPacketOverheard,
@@ -50,9 +51,9 @@ def test_reply_storm_delay_exact() -> None:
     t = 10 * NS_PER_MS
     acts = c.on_event(FromAir(rreq, 2, 0xFFFF_FFFF), t)
     r = random.Random(7).random()
-    assert SetTimer(("dsr-reply", 1, 5), t + int(NS_PER_MS * (3 + r))) in acts
+    assert SetTimer(ReplyTimer(1, 5), t + int(NS_PER_MS * (3 + r))) in acts
     assert not [a for a in acts if isinstance(a, Send)]  # neither forwarded nor answered yet
-    acts = c.on_event(Timer(("dsr-reply", 1, 5)), t + 4 * NS_PER_MS)
+    acts = c.on_event(Timer(ReplyTimer(1, 5)), t + 4 * NS_PER_MS)
     (s,) = [a for a in acts if isinstance(a, Send)]
     dp = parse(s.frame.packet)
     rrep = dp.find(RouteReply)
@@ -67,7 +68,7 @@ def test_reply_storm_cancelled_by_shorter_overheard_route() -> None:
     c.on_event(FromAir(build(1, None, [RouteRequest(5, 9, (2,))], ttl=254), 2, 0xFFFF_FFFF), 0)
     data = build(1, 9, [SourceRoute((4,), 1)], next_header=17, payload=b"\0" * 8)
     acts = c.on_event(FromAir(data, 1, 4, overheard=True), NS_PER_MS)
-    assert any(getattr(a, "key", None) == ("dsr-reply", 1, 5) for a in acts)
+    assert any(getattr(a, "key", None) == ReplyTimer(1, 5) for a in acts)
     assert c.pending_replies == {}
 
 

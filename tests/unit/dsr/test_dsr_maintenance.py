@@ -9,10 +9,11 @@ from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
 from nodes.core.hooks import LinkFailure, PacketDropped
 from nodes.core.sim import DEFAULT_FAIL_NS
-from nodes.protocols.dsr import fastpath
+from nodes.protocols.dsr import srcroute
+from nodes.protocols.dsr.core import AckTimer
 from nodes.protocols.dsr.events import DsrPacketSalvaged, DsrRouteErrorReceived, DsrRouteErrorSent
-from nodes.protocols.dsr.fastpath import add_source_route
 from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
+from nodes.protocols.dsr.srcroute import add_source_route
 
 
 def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, **kw: object):  # type: ignore[no-untyped-def]
@@ -40,7 +41,7 @@ def test_broken_link_route_error_to_source_and_drop() -> None:
     # drops and salvages are reported before the ROUTE ERROR leaves (EPLN fills its conn_list)
     lf, dropped, rerr_sent = log3[:3]
     assert isinstance(lf, LinkFailure) and lf.next_hop == 4 and lf.queued == ()
-    assert lf.frame is not None and lf.packets == (fastpath.strip(lf.frame.packet),)
+    assert lf.frame is not None and lf.packets == (srcroute.strip(lf.frame.packet),)
     assert isinstance(dropped, PacketDropped) and dropped.reason == "link_failure"
     assert dropped.route == (1, 2, 3, 4, 5)
     assert isinstance(rerr_sent, DsrRouteErrorSent) and rerr_sent.link == (3, 4)
@@ -197,13 +198,13 @@ def test_network_layer_acks_retransmit_then_link_failure() -> None:
     t = 1_000_000
     for _retry in range(2):
         acts = c.on_event(TxStatus(frame, True), t)
-        assert SetTimer(("dsr-ack", 1), t + 100 * NS_PER_MS) in acts
+        assert SetTimer(AckTimer(1), t + 100 * NS_PER_MS) in acts
         t += 100 * NS_PER_MS
-        acts = c.on_event(Timer(("dsr-ack", 1)), t)
+        acts = c.on_event(Timer(AckTimer(1)), t)
         assert [a.frame.packet for a in acts if isinstance(a, Send)] == [frame.packet]
     acts = c.on_event(TxStatus(frame, True), t)
     t += 100 * NS_PER_MS
-    acts = c.on_event(Timer(("dsr-ack", 1)), t)
+    acts = c.on_event(Timer(AckTimer(1)), t)
     errs = [parse(a.frame.packet).find(RouteError) for a in acts if isinstance(a, Send)]
     assert len(errs) == 1 and isinstance(errs[0], RouteError) and errs[0].link == (2, 3)
 

@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,7 +235,3 @@ class TunShell(threading.Thread):
                     self.apply(self.agent.on_inbound(p, now), now)
             for key in self.timers.pop_due(self.now()):
                 self.apply(self.agent.on_timer(key, self.now()), self.now())
-
-
-def timer_key(*parts: Hashable) -> tuple[Hashable, ...]:
-    return ("endpoint", *parts)

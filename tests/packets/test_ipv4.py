@@ -1,4 +1,4 @@
-"""nodes.core.ipv4 (the data fast path) against scapy, byte for byte."""
+"""nodes.core.ipv4 (raw-bytes IPv4 helpers of the data path) against scapy, byte for byte."""
 
 from __future__ import annotations
 

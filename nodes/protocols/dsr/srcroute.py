@@ -1,7 +1,7 @@
 """The DSR data path on raw bytes: add, follow, rewrite and strip the DSR Source Route option.
 
 scapy would cap a router near 2,000 packets/s; these functions slice and ``struct``-pack in a few
-microseconds. ``tests/packets/test_dsr_fastpath.py`` checks them byte for byte against the scapy
+microseconds. ``tests/packets/test_dsr_formats.py`` checks them byte for byte against the scapy
 layers of ``nodes.formats.dsr``.
 
 Segments Left. RFC 4728 section 8.1.5 says: "decrement the value of the Segments Left field by 1.
