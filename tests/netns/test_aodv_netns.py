@@ -13,8 +13,8 @@ import pytest
 from netns_helpers import (
     check_against_medium,
     check_flow_against_delivery,
-    connected_s,
     middle_station_moves,
+    path_truth,
     run,
     rwp20,
 )
@@ -43,7 +43,7 @@ def test_discovery_then_middle_station_moves_away_rerr_new_route_flow_continues(
     assert discoveries >= 2
     assert c[6]["data_forwarded"] > 0  # the flow continued over the new station
     check_against_medium(run_dir, summary, "aodv")
-    check_flow_against_delivery(summary, c, connected_s(path, 1, 5, seed=1))
+    check_flow_against_delivery(summary, c, path_truth(path, 1, 5, seed=1))
     # sta2's capture: tshark decodes its AODV frames (RREQ, RREP, RERR) and sees the TCP flow
     pcaps = sorted(run_dir.rglob("*.pcap*"))
     assert pcaps, "no capture written"
@@ -67,14 +67,14 @@ def test_discovery_then_middle_station_moves_away_rerr_new_route_flow_continues(
 def test_random_waypoint_20_stations(tmp_path: Path) -> None:
     """Ghanem 2008 setup with AODV: 20 stations, 1000 x 750 m, random waypoint up to 10 m/s,
     120 s, one TCP flow: routers and medium agree frame by frame, the overhead lies within the
-    medium's counts, and the flow received no more than the data rate allows while a path existed
-    (from the stations' trajectories)."""
+    medium's counts, and the flow received no more than the path's capacity allows while it
+    existed (from the stations' trajectories)."""
     path = rwp20(tmp_path, "aodv")
     run_dir, summary, c = run(path, tmp_path, "test-aodv-rwp20")
     (flow,) = summary["flows"]
     assert flow["error"] is None
     assert sum(x["routing_sent"].get("rreq", 0) for x in c.values()) >= 1
     check_against_medium(run_dir, summary, "aodv")
-    connected = connected_s(path, 1, 20, seed=1)
-    check_flow_against_delivery(summary, c, connected)
-    assert flow["bytes_received"] > 0 or connected < 10, connected  # a path for 10 s carries data
+    truth = path_truth(path, 1, 20, seed=1)
+    check_flow_against_delivery(summary, c, truth)
+    assert flow["bytes_received"] > 0 or truth.connected_s < 10, truth  # a path for 10 s carries data

@@ -12,8 +12,8 @@ import pytest
 from netns_helpers import (
     check_against_medium,
     check_flow_against_delivery,
-    connected_s,
     middle_station_moves,
+    path_truth,
     run,
     rwp20,
 )
@@ -41,7 +41,7 @@ def test_discovery_then_middle_station_leaves_route_error_and_flow_continues(tmp
     assert repaired >= 2
     assert counters[6]["data_forwarded"] > 0  # the flow continued over the new station
     check_against_medium(run_dir, summary, "dsr")
-    check_flow_against_delivery(summary, counters, connected_s(path, 1, 5, seed=1))
+    check_flow_against_delivery(summary, counters, path_truth(path, 1, 5, seed=1))
 
 
 @pytest.mark.netns
@@ -49,14 +49,14 @@ def test_discovery_then_middle_station_leaves_route_error_and_flow_continues(tmp
 def test_ghanem_random_waypoint_20_stations(tmp_path: Path) -> None:
     """Ghanem 2008 setup: 20 stations, 1000 x 750 m, random waypoint up to 10 m/s, 120 s, one TCP:
     routers and medium agree frame by frame (DSR broadcasts exactly its RREQs), the overhead lies
-    within the medium's counts, and the flow received no more than the data rate allows while a
-    path existed (from the stations' trajectories)."""
+    within the medium's counts, and the flow received no more than the path's capacity allows while
+    it existed (from the stations' trajectories)."""
     path = rwp20(tmp_path, "dsr")
     run_dir, summary, counters = run(path, tmp_path, "test-dsr-rwp20")
     (flow,) = summary["flows"]
     assert flow["error"] is None
     assert sum(x["routing_sent"].get("rreq", 0) for x in counters.values()) >= 1
     check_against_medium(run_dir, summary, "dsr")
-    connected = connected_s(path, 1, 20, seed=1)
-    check_flow_against_delivery(summary, counters, connected)
-    assert flow["bytes_received"] > 0 or connected < 10, connected  # a path for 10 s carries data
+    truth = path_truth(path, 1, 20, seed=1)
+    check_flow_against_delivery(summary, counters, truth)
+    assert flow["bytes_received"] > 0 or truth.connected_s < 10, truth  # a path for 10 s carries data

@@ -327,3 +327,7 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     assert v["p90"] < reno["p10"], out
     assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 2 * max(v["spread"], 1), out
     assert reno["retrans"] > 0
+    # ... and Vegas keeps the queue short: it loses less than Reno, whose saw overflows the
+    # interface queue (stored run: 0 against 38; the link layer's own losses keep it above 0 now
+    # and then, so not == 0 as on a wired bottleneck)
+    assert v["retrans"] < reno["retrans"], out
