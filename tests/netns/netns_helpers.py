@@ -179,6 +179,31 @@ def rwp20(tmp_path: Path, protocol: str) -> Path:
     )
 
 
+def check_rwp20(
+    protocol: str, path: Path, run_dir: Path, summary: dict[str, Any], counters: dict[int, dict[str, Any]]
+) -> None:
+    """A :func:`rwp20` run: discovery happened, routers and medium agree frame by frame, the
+    overhead lies within the medium's counts, and the flow received no more than its path's
+    capacity while the path existed, and something if it existed for 10 s or more."""
+    (flow,) = summary["flows"]
+    assert flow["error"] is None
+    assert sum(x["routing_sent"].get("rreq", 0) for x in counters.values()) >= 1
+    truth = check_ground_truth(protocol, path, run_dir, summary, counters)
+    assert flow["bytes_received"] > 0 or truth.connected_s < 10, truth
+
+
+def check_ground_truth(
+    protocol: str, path: Path, run_dir: Path, summary: dict[str, Any], counters: dict[int, dict[str, Any]]
+) -> PathTruth:
+    """:func:`check_against_medium` and :func:`check_flow_against_delivery` for a run of the
+    scenario at ``path`` (seed 1) with one flow; returns the flow's path truth."""
+    check_against_medium(run_dir, summary, protocol)
+    (flow,) = summary["flows"]
+    truth = path_truth(path, int(flow["src"]), int(flow["dst"]), seed=1)
+    check_flow_against_delivery(summary, counters, truth)
+    return truth
+
+
 def middle_station_moves(tmp_path: Path, protocol: str, **extra: Any) -> Path:
     """sta6 arrives beside sta3 at 4 s; sta3 leaves at 8 s, in the middle of a sta1 -> sta5 flow
     (tests/unit/test_protocols_positions.py runs the same story in virtual time)."""

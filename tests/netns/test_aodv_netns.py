@@ -10,14 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from netns_helpers import (
-    check_against_medium,
-    check_flow_against_delivery,
-    middle_station_moves,
-    path_truth,
-    run,
-    rwp20,
-)
+from netns_helpers import check_ground_truth, check_rwp20, middle_station_moves, run, rwp20
 
 
 @pytest.mark.netns
@@ -25,8 +18,10 @@ def test_discovery_then_middle_station_moves_away_rerr_new_route_flow_continues(
     """The 5-station line (200 m apart): sta1 discovers sta5 (RREQ by expanding ring, RREP from the
     destination) and 2, 3, 4 forward the TCP flow. sta6 arrives beside sta3 at 4 s; sta3 leaves at
     8 s: the MAC reports the broken link, the upstream node sends a RERR, sta1 rediscovers (over
-    sta6) and the TCP flow goes on. sta2's radiotap capture shows it all to tshark."""
-    path = middle_station_moves(tmp_path, "aodv", capture={"pcap": True, "stations": [2]})
+    sta6) and the TCP flow goes on. The radiotap captures of sta3's two neighbours show it all to
+    tshark (the RERR comes from sta2 for the data or from sta4 for the ACKs, whichever direction
+    the break is met in first; the other may have learnt the new route by then)."""
+    path = middle_station_moves(tmp_path, "aodv", capture={"pcap": True, "stations": [2, 4]})
     run_dir, summary, c = run(path, tmp_path, "test-aodv-move")
     (flow,) = summary["flows"]
     assert flow["error"] is None and flow["throughput_bps"] > 0
@@ -42,21 +37,24 @@ def test_discovery_then_middle_station_moves_away_rerr_new_route_flow_continues(
     discoveries = sum(c[s]["samples"].get("discovery_latency_s", {}).get("n", 0) for s in (1, 5))
     assert discoveries >= 2
     assert c[6]["data_forwarded"] > 0  # the flow continued over the new station
-    check_against_medium(run_dir, summary, "aodv")
-    check_flow_against_delivery(summary, c, path_truth(path, 1, 5, seed=1))
-    # sta2's capture: tshark decodes its AODV frames (RREQ, RREP, RERR) and sees the TCP flow
+    check_ground_truth("aodv", path, run_dir, summary, c)
+    # sta2's and sta4's captures: tshark decodes the AODV frames (RREQ, RREP, RERR) and sees the
+    # TCP flow
     pcaps = sorted(run_dir.rglob("*.pcap*"))
-    assert pcaps, "no capture written"
+    assert len(pcaps) == 2, pcaps
 
     def tshark(display_filter: str, field: str) -> list[str]:
-        out = subprocess.run(
-            ["tshark", "-r", str(pcaps[0]), "-Y", display_filter, "-T", "fields", "-e", field],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        return out.stdout.split()
+        out = []
+        for pcap in pcaps:
+            res = subprocess.run(
+                ["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields", "-e", field],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
+            out += res.stdout.split()
+        return out
 
     assert set(tshark("aodv", "aodv.type")) >= {"1", "2", "3"}  # RREQ, RREP and RERR
     assert len(tshark("tcp", "tcp.srcport")) > 100
@@ -71,10 +69,4 @@ def test_random_waypoint_20_stations(tmp_path: Path) -> None:
     existed (from the stations' trajectories)."""
     path = rwp20(tmp_path, "aodv")
     run_dir, summary, c = run(path, tmp_path, "test-aodv-rwp20")
-    (flow,) = summary["flows"]
-    assert flow["error"] is None
-    assert sum(x["routing_sent"].get("rreq", 0) for x in c.values()) >= 1
-    check_against_medium(run_dir, summary, "aodv")
-    truth = path_truth(path, 1, 20, seed=1)
-    check_flow_against_delivery(summary, c, truth)
-    assert flow["bytes_received"] > 0 or truth.connected_s < 10, truth  # a path for 10 s carries data
+    check_rwp20("aodv", path, run_dir, summary, c)
