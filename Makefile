@@ -37,8 +37,8 @@ $(FASTPATH): nodes/router/native/fastpath.c
 run: medium $(FASTPATH) | $(NEED_PY)
 	$(PY) -m testbed.run $(SCENARIO) $(if $(SEED),--seed $(SEED)) --experiment $(EXPERIMENT)
 
-# CI's tier: everything but the tests marked slow (long real-time scenarios and the veth-level
-# duplicates of the kernel-TCP mechanism tests, which test-full runs; tests/README.md).
+# CI's tier: everything but the tests marked slow (long real-time scenarios, variants of a
+# mechanism CI tests once; test-full runs them; tests/README.md, with the time file by file).
 test: medium $(FASTPATH) | $(NEED_PY)
 	cd medium && $(CARGO) test --release -q
 	$(PYTEST) tests -m "not slow" --timeout 600

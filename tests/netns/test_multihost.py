@@ -120,6 +120,7 @@ def one_host_rows(tmp: Path) -> list[dict[str, str]]:
     return rows(out / "data" / "smoke.csv")
 
 
+@pytest.mark.slow  # ~2 min with the provisioning; CI: tests/unit/test_distributed.py (tests/README.md)
 def test_three_hosts_over_ssh_with_bad_hosts(bed: tuple[HostBed, Path]) -> None:
     b, tmp = bed
     h1, h2, h3 = b.hosts
@@ -197,6 +198,7 @@ def busy_host(b: HostBed) -> BedHost | None:
     return None
 
 
+@pytest.mark.slow
 def test_host_killed_mid_sweep(bed: tuple[HostBed, Path]) -> None:
     from testbed.cleanup import clean_leftovers
 

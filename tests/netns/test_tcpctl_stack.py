@@ -1,7 +1,12 @@
 """tcpctl on the real station stack (issue 5 "Done means"): ``testbed.run.Testbed`` with a static
 4-station chain (ns2-wavelan radio, the real medium, the real routers with the endpoint agent),
-kernel TCP via iperf3 sta1 -> sta4, and a scripted 10-second outage of the sta2-sta3 link (medium
+kernel TCP via iperf3 sta1 -> sta4, and a scripted outage of the sta2-sta3 link (medium
 ``set_link loss 1.0``, then cleared).
+
+CI's kernel-TCP tests of the endpoint agent's own retransmission and of Vegas; ABRA, Fixed RTO,
+ELFN and ATCP are tested once each, turned on by a scenario, in tests/netns/test_extensions.py.
+The two ``slow`` ones here (``make test-full``) are the reference (the kernel's own backoff over a
+14 s outage) and ELFN's ``restore: default`` variant (tests/README.md).
 
     sta1 (sender: iperf3 + agent) -- sta2 -- X -- sta3 -- sta4 (iperf3 server)
 
@@ -28,7 +33,6 @@ T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0
 T_BACK = T_OUT + OUTAGE_S
 PROBE_S = 2.0  # ELFN thaw timer
-ABRA_MAX_SRTT_S = 1.5  # the rto_policy test's max_srtt (see there)
 
 
 @pytest.fixture(autouse=True)
@@ -134,6 +138,7 @@ FLOW = {"src": 1, "dst": 4, "start_s": T_FLOW, "cc": "reno", "max_window_pkts": 
 # ------------------------------------------------------------------------------------------ tests
 
 
+@pytest.mark.slow  # the reference, not a mechanism of ours (tests/README.md)
 def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
     # the outage's 3rd expiration comes ~7 x RTO0 after the break; with a queue-inflated first
     # RTO (0.7-1.3 s measured) that was once 10 ms before a 10 s outage ended, and after the link
@@ -175,8 +180,11 @@ def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
     assert summ["flows"][0]["tcp"]["rto_timeouts"] >= 3
 
 
-@pytest.mark.parametrize("restore", ["old", "default"])
-def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
+@pytest.mark.slow  # restore=old: test_extensions.py's ELFN run, in CI (tests/README.md)
+def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
+    """Frozen through the control socket with ``restore: default``: the thaw sets cwnd 2 and an
+    RTO of 6 s, held until new data is ACKed."""
+    restore = "default"
     # Linux restarts cwnd at the initial window when the application writes after more than an
     # RTO without sending and nothing is outstanding (tcp_slow_start_after_idle): after a thaw
     # whose ACK covers everything (seen under a CPU hog: 28 restored, 10 at the next ACK) that
@@ -228,21 +236,14 @@ def test_elfn_freeze_thaw(tmp_path: Path, restore: str) -> None:
     assert t_thaw is not None and t_resume is not None
     # the answered probe (a data segment) resumes transmission within one probe interval ...
     assert t_thaw - t_back <= PROBE_S + 0.1, r.extra
-    # ... and the kernel's own segments follow: at once with the old values; with the defaults
-    # (cwnd 2) its loss recovery first resends the outstanding window (measured 0-3.2 s; the run
-    # records 5 s after the thaw)
-    assert t_resume - t_thaw <= (0.5 if restore == "old" else 4.0), r.extra
+    # ... and the kernel's own segments follow: with the defaults (cwnd 2) its loss recovery
+    # first resends the outstanding window (measured 0-3.2 s; the run records 5 s after the thaw)
+    assert t_resume - t_thaw <= 4.0, r.extra
     assert k["cmd_done"] == 2
-    if restore == "old":
-        assert k["applied_cwnd"] == k["frz_cwnd"] > 2
-        assert k["post_cwnd"] >= k["frz_cwnd"]
-        # the RTO after the thaw is about the one before the freeze (estimator kept)
-        assert k["post_rto_us"] <= 2 * k["frz_rto_us"] + 200_000, r.extra
-    else:
-        assert k["applied_cwnd"] == 2
-        assert k["post_cwnd"] in (2, 3)
-        assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
-        assert k["rto_hold"] == 0  # ... released at the first ACK of data sent after the thaw
+    assert k["applied_cwnd"] == 2
+    assert k["post_cwnd"] in (2, 3)
+    assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
+    assert k["rto_hold"] == 0  # ... released at the first ACK of data sent after the thaw
 
 
 def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path) -> None:
@@ -290,91 +291,6 @@ def test_agent_retransmits_a_reported_drop_before_the_kernel_rto(tmp_path: Path)
     assert k["n_rto"] <= len(k["rto_events"])  # the log holds every expiration
 
 
-@pytest.mark.parametrize("policy", ["abra", "fixed_after_two"])
-def test_rto_policy(tmp_path: Path, policy: str) -> None:
-    # RFC 6298 (2.4) floor of 1 s: TCP_RTO_MAX_MS (the cap the policies set) cannot go below 1 s.
-    # ABRA multiplies each RTO by up to 2, so the retransmission that finds the link back can come
-    # up to ~8 s after T_BACK (e.g. gaps 1.5, 2.7, 4.9, 8.8 s): the run lasts 12 s past it.
-    with Run(tmp_path, policy, T_BACK + 12, [FLOW], sysctls={"net.ipv4.tcp_rto_min_us": 1_000_000}) as r:
-        r.at(T_FLOW + 2)
-        conn = r.data_conn()
-        # max_srtt 1.5 s rather than the paper's 0.6 s: with the queue-inflated srtt of this chain
-        # (0.3-0.55 s) the factor stays well apart from the plain doubling it must not be
-        r.agent().call("rto_policy", conn=conn, policy=policy, min_srtt_s=0.1, max_srtt_s=ABRA_MAX_SRTT_S)
-        r.at(T_OUT)
-        r.link(False)
-        r.at(T_BACK)
-        r.link(True)
-        summ = r.finish()
-        k = r.kernel(conn)
-        rtos = r.extra["rto_log_us"]
-        ratios = [b / a for a, b in zip(rtos, rtos[1:], strict=False)]
-        # ABRA's factor uses the srtt when the outage began and the srtt range seen so far
-        first_rto_t = k["rto_events"][0]["t_s"] if k["rto_events"] else T_OUT
-        before = [x for x in r.series(conn) if x["t_s"] < first_rto_t and x.get("srtt_ms")]
-        srtt_us = before[-1]["srtt_ms"] * 1000 if before else k["last_srtt_us"]
-        mn = min(100_000, k["min_srtt_us"])
-        mx = max(round(ABRA_MAX_SRTT_S * 1e6), k["max_srtt_us"])
-        f = 1 + (srtt_us - mn) / (mx - mn)
-        r.extra.update(ratios=ratios, expected_factor=f, timeouts=sta1_timeouts(summ))
-    assert len(rtos) >= 3 and sta1_timeouts(summ) >= 3, r.extra  # 1 s floor, srtt up to ~0.5 s
-    assert k["recoveries"] >= 1, r.extra
-    if policy == "abra":
-        for e, nxt in zip(k["rto_events"], rtos[1:], strict=False):
-            assert abs(nxt - e["next_cap_us"]) <= 8_000  # the kernel used ABRA's value
-        # 1 + (srtt - min)/(max - min) with srtt as BPF read it at the first expiration (no ACK,
-        # so no new sample, during the outage: the factor stays the same); not 2. ``f`` from the
-        # 100 ms series is only indicative (srtt moves with the queue just before the break).
-        for q in ratios:
-            assert 1.0 <= q < 1.9 and abs(q - ratios[0]) < 0.01, r.extra
-        # after recovery: cwnd = saved / 2, ssthresh = saved / 4
-        assert k["applied_cwnd"] == max(1, k["last_cwnd"] // 2)
-        assert k["applied_ssthresh"] == max(2, k["last_ssthresh"] // 4)
-    else:
-        assert abs(rtos[1] - 2 * rtos[0]) <= 8_000, rtos  # the first timeout doubles
-        assert all(abs(x - rtos[1]) <= 4_000 for x in rtos[2:]), rtos  # then fixed
-
-
-def test_atcp_destination_unreachable(tmp_path: Path) -> None:
-    # the kernel's persist probes back off during the outage: the first one after the link is
-    # back came 2.8-12.9 s later (9 runs), plus up to 5 s before new data
-    with Run(tmp_path, "atcp_du", T_BACK + 24, [FLOW]) as r:
-        r.at(T_FLOW + 2)
-        conn = r.data_conn()
-        r.agent().call("trace", conn=conn)
-        r.agent().call("atcp_on_unreachable", conn=conn)
-        r.at(T_OUT)
-        t_out = r.link(False)
-        du_again = r.unreachable_until(conn, T_BACK)  # (seen under a CPU hog: a late ACK 0.4 s on)
-        r.at(T_BACK)
-        t_back = r.link(True)
-        summ = r.finish()
-        k = r.kernel(conn)
-        tr = r.trace(conn)
-        port = port_of(conn)
-        ser = r.series(conn)
-        during = rtos_in(ser, T_OUT + 1.5, T_BACK)  # set_cwnd(1) acts at the kernel's next ACK/timer
-        probes_after = [t / 1e9 for t, d, sp, *_ in tr if d == "out" and sp == port and t / 1e9 > t_back]
-        t_answer = first_in_after(tr, port, t_back)
-        t_resume = first_new_data_after(tr, port, t_back)
-        r.extra.update(
-            t_out=t_out,
-            t_back=t_back,
-            t_answer=t_answer,
-            t_resume=t_resume,
-            first_probe_after_return=probes_after[:1],
-            timeouts=sta1_timeouts(summ),
-            cwnd_during=sorted({s.get("cwnd") for s in during}),
-            hold_caps=k["hold_caps"],  # times the BPF ceiling lowered cwnd back to 1
-            du_again=du_again,
-        )
-    assert k["applied_cwnd"] == 1
-    assert during and all(s.get("cwnd") == 1 for s in during), r.extra  # one segment while disconnected
-    assert not [e for e in k["rto_events"] if t_out <= e["t_s"] <= t_back + 2], r.extra  # persist, not RTO
-    assert t_answer is not None and t_resume is not None, r.extra
-    assert probes_after and probes_after[0] <= t_answer <= t_resume + 0.05  # resumed on a probe's answer
-
-
 def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     flows = [
         {"src": 1, "dst": 3, "start_s": 0.5, "duration_s": 11, "cc": "reno"},
@@ -411,3 +327,7 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     assert v["p90"] < reno["p10"], out
     assert reno["max"] - reno["min"] >= 20 and reno["spread"] >= 2 * max(v["spread"], 1), out
     assert reno["retrans"] > 0
+    # ... and Vegas keeps the queue short: it loses less than Reno, whose saw overflows the
+    # interface queue (stored run: 0 against 38; the link layer's own losses keep it above 0 now
+    # and then, so not == 0 as on a wired bottleneck)
+    assert v["retrans"] < reno["retrans"], out
