@@ -21,18 +21,19 @@ import json
 import shutil
 import statistics
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.rows import RunRecord
-from experiments.spec import Point, expand, label, load_sweep
+from experiments.spec import Point, Sweep, expand, label, load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "results" / "data"
 FIGURES = ROOT / "docs" / "results" / "figures"
+RUNS_ROOT = ROOT / "results" / "multihop-runs"
+"""Where the run folders go (``--out``); a folder is removed once its flow rows are written."""
 DROP_COLUMNS = ("ifq_full", "link_failure", "send_buffer_full", "no_route", "salvage_limit")
 """Drop reasons with a column of their own; every reason is also in ``drops`` (JSON)."""
 
@@ -179,12 +180,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     axes = {"hops": args.hops, "window": args.window, "routing.protocol": args.protocol}
     points = select(expand(sweep), axes, args.seeds)
     csv_path = DATA / f"{sweep.experiment}-flows.csv"  # the sweep runner's rows are <experiment>.csv
+    out_root = Path(args.out or RUNS_ROOT)
+    done = {r["point_id"] for r in read_rows(csv_path)}
+    lost = recover_flow_rows(sweep, [p for p in points if p.point_id not in done], out_root, DATA, csv_path)
+    for pid in lost:
+        print(
+            f"warning: point {pid} has a valid run row but no flow row and its run folder is gone; "
+            f"remove its row from {DATA / sweep.experiment}.csv to run it again",
+            file=sys.stderr,
+        )
     done = {r["point_id"] for r in read_rows(csv_path)}
     todo = [with_duration(p, args.duration) for p in points if p.point_id not in done]
     print(f"{sweep.experiment}: {len(points)} points selected, {len(todo)} to run", flush=True)
     if not todo:
         return 0
-    out_root = Path(args.out or tempfile.mkdtemp(prefix="multihop-"))
     conc = make_concurrency(str(args.parallel), sweep, todo, DATA)
 
     def keep(point: Point, run_dir: Path, rec: RunRecord) -> None:
@@ -218,6 +227,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def recover_flow_rows(
+    sweep: Sweep, points: Sequence[Point], out_root: Path, data_dir: Path, csv_path: Path
+) -> list[str]:
+    """Write the flow rows of ``points`` that have a valid run row but no flow row (the study was
+    stopped between the runner's row and ``on_valid``): the run folder is still under ``out_root``
+    (it is removed only after its flow rows are written). Returns the ids whose folder is gone."""
+    from experiments.sweep import valid_records
+
+    by_id = {p.point_id: p for p in points}
+    lost = []
+    for rec in valid_records(sweep, data_dir):
+        point = by_id.get(rec.point_id)
+        if point is None:
+            continue
+        run_dir = out_root / sweep.experiment / rec.run_id
+        summary = run_dir / "summary.json"
+        if not summary.exists():
+            lost.append(rec.point_id)
+            continue
+        append_rows(csv_path, rows_of_run(sweep.experiment, point, run_dir, json.loads(summary.read_text())))
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return lost
+
+
 def with_duration(point: Point, duration: float | None) -> Point:
     """The point with its flows shortened to ``duration`` seconds (same id: a study of one length)."""
     if not duration:
@@ -245,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--protocol", nargs="*", default=[])
     r.add_argument("--seeds", nargs="*", type=int, default=None)
     r.add_argument("--duration", type=float, default=None, help="flow seconds (default: the sweep's)")
-    r.add_argument("--out", default=None, help="root of the run folders (default: a temporary folder)")
+    r.add_argument("--out", default=None, help="root of the run folders (default: results/multihop-runs)")
     r.add_argument("--parallel", "-j", default="1", help="runs at a time: N or auto (experiments.capacity)")
     r.add_argument("--budget", type=float, default=None, help="seconds: start no run that would end later")
     r.add_argument("--keep-runs", action="store_true", help="keep each run's folder (pcaps, logs)")

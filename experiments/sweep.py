@@ -615,9 +615,14 @@ def copy_sweep_file(sweep_path: str | Path, exp_dir: Path) -> None:
         os.replace(tmp, dst)
 
 
-def _done_ids(sweep: Sweep, data_dir: str | Path) -> set[str]:
+def valid_records(sweep: Sweep, data_dir: str | Path) -> list[RunRecord]:
+    """The first valid row of each point of ``sweep`` in ``<data_dir>/<experiment>.csv``."""
     all_ids = {p.point_id: p.index for p in expand(sweep)}
-    return {r.point_id for r in RowStore(sweep.experiment, data_dir).load(all_ids).counted()}
+    return RowStore(sweep.experiment, data_dir).load(all_ids).counted()
+
+
+def _done_ids(sweep: Sweep, data_dir: str | Path) -> set[str]:
+    return {r.point_id for r in valid_records(sweep, data_dir)}
 
 
 def _dry_run(

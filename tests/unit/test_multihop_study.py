@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,30 @@ def test_report_writes_figures_and_the_generated_block(
     assert "| aodv | none | 4 | 75.0 |" in text  # 300 kbit/s over 4 hops
     assert (figures / "multihop-throughput.png").stat().st_size > 1000
     assert (figures / "multihop-ratio.png").stat().st_size > 1000
+
+
+def test_a_valid_run_without_its_flow_row_gets_it_from_its_folder(tmp_path: Path) -> None:
+    """Stopped between the runner's run row and ``on_valid``: the next start writes the flow row
+    from the run folder (still there: it is removed only after its flow rows); a point whose
+    folder is gone is named, not silently skipped."""
+    from test_sweep import FakeRun
+
+    from experiments import sweep as sw
+
+    sweep = load_sweep(ROOT / "experiments" / "sweeps" / "multihop.yaml")
+    points = multihop.select(expand(sweep), {"hops": ["4"], "window": ["8"]}, [1])[:2]
+    runs, data, flows = tmp_path / "runs", tmp_path / "d", tmp_path / "flows.csv"
+    sw.run_points(sweep, points, out_root=runs, data_dir=data, run_fn=FakeRun())  # no on_valid
+    recs = {r.point_id: r for r in sw.valid_records(sweep, data)}
+    assert set(recs) == {p.point_id for p in points} and not flows.exists()
+    kept, gone = (runs / "multihop" / recs[p.point_id].run_id for p in points)
+    run_dir, summary = _fake_run(tmp_path)
+    (kept / "tcp").mkdir()
+    (kept / "tcp" / "sta1.csv").write_bytes((run_dir / "tcp" / "sta1.csv").read_bytes())
+    (kept / "summary.json").write_text(json.dumps(summary))
+    shutil.rmtree(gone)
+    lost = multihop.recover_flow_rows(sweep, points, runs, data, flows)
+    assert lost == [points[1].point_id]
+    (row,) = multihop.read_rows(flows)
+    assert row["point_id"] == points[0].point_id and float(row["throughput_kbps"]) == 300.0
+    assert not kept.exists()
