@@ -173,8 +173,7 @@ def select(points: list[Point], axes: dict[str, list[str]], seeds: list[int] | N
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected points through the sweep runner (``--parallel N|auto``, validity, re-runs of
     invalid runs; the run rows go to ``<experiment>.csv``) and keep a flow row per valid run."""
-    from experiments.capacity import DEFAULT_MODEL, AutoParallel, HostSampler
-    from experiments.sweep import PrintProgress, make_concurrency, run_points
+    from experiments.sweep import make_concurrency, run_points_here
 
     sweep = load_sweep(args.sweep)
     axes = {"hops": args.hops, "window": args.window, "routing.protocol": args.protocol}
@@ -204,21 +203,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.keep_runs:
             shutil.rmtree(run_dir, ignore_errors=True)
 
-    prog = PrintProgress(sweep, len(todo), 0, lambda t: print(t, file=sys.stderr, flush=True))
-    with HostSampler() as sampler:
-        report = run_points(
-            sweep,
-            todo,
-            out_root=out_root,
-            data_dir=DATA,
-            parallel=conc,
-            progress=prog,
-            sweep_file=args.sweep,
-            budget_s=args.budget,
-            host_busy=sampler.busy,
-            start_gap_s=DEFAULT_MODEL.start_gap_s if isinstance(conc, AutoParallel) else 0.0,
-            on_valid=keep,
-        )
+    report = run_points_here(
+        sweep, todo, conc, out_root=out_root, data_dir=DATA, sweep_file=args.sweep, budget_s=args.budget,
+        on_valid=keep,
+    )  # fmt: skip
     print(
         f"{sweep.experiment}: ran {report.ran} ({report.completed} valid, {len(report.reruns)} invalid "
         f"and re-run, {len(report.failed)} not complete); flow rows in {csv_path}",

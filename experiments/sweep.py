@@ -659,6 +659,21 @@ def _scenario_size(sweep: Sweep, point: Point) -> tuple[int, int]:
     return sc.stations.count, flows
 
 
+_SIZE_OVERRIDE = re.compile(r"^(stations\b.*|traffic(\.\w+)?(\[\d+\])?)$")
+"""Overrides that can change a scenario's station or flow count (what ``--parallel auto`` sizes by)."""
+_FLOW_INDEX = re.compile(r"^traffic\.(\w+)\[(\d+)\]")
+
+
+def _size_key(point: Point) -> str:
+    """Points with equal keys have the same station and flow counts: only one is loaded."""
+    keep: dict[str, object] = {k: v for k, v in point.overrides.items() if _SIZE_OVERRIDE.match(k)}
+    for k in point.overrides:
+        m = _FLOW_INDEX.match(k)
+        if m:  # an override of flow i implies at least i + 1 flows of that kind
+            keep[f"#{m[1]}"] = max(int(m[2]), int(str(keep.get(f"#{m[1]}", 0))))
+    return json.dumps(keep, sort_keys=True, default=str)
+
+
 def make_concurrency(text: str, sweep: Sweep, points: Sequence[Point], data_dir: str | Path) -> Concurrency:
     """``--parallel N`` or ``auto`` (``experiments.capacity``)."""
     if text != "auto":
@@ -667,11 +682,48 @@ def make_concurrency(text: str, sweep: Sweep, points: Sequence[Point], data_dir:
             raise ValueError("--parallel must be >= 1 or auto")
         return FixedParallel(n)
     # the largest scenario of the selection (a sweep may vary the station count: experiments.multihop)
-    sizes = {json.dumps(p.overrides, sort_keys=True, default=str): p for p in points}
+    sizes = {_size_key(p): p for p in points}
     stations, flows = max((_scenario_size(sweep, p) for p in sizes.values()), default=(1, 1))
     rows = RowStore(sweep.experiment, data_dir).load().records
     cost = measured_cost(rows) or DEFAULT_MODEL.estimate(stations, flows)
     return AutoParallel(cores(), cost, mem_available_mb(), stations)
+
+
+def run_points_here(
+    sweep: Sweep,
+    points: Sequence[Point],
+    conc: Concurrency,
+    *,
+    skipped: int = 0,
+    out_root: str | Path = "results",
+    data_dir: str | Path = DATA_DIR,
+    run_fn: RunFunction = subprocess_run,
+    retries: int = 0,
+    max_reruns: int = MAX_INVALID_RERUNS,
+    sweep_file: str | None = None,
+    budget_s: float | None = None,
+    on_valid: Callable[[Point, Path, RunRecord], None] | None = None,
+) -> SweepReport:
+    """``run_points`` as a command runs it on this host: progress on stderr, the host's CPU sampled
+    for the validity signals, and ``--parallel auto``'s gap between starts."""
+    prog = PrintProgress(sweep, len(points), skipped, lambda t: print(t, file=sys.stderr, flush=True))
+    with HostSampler() as sampler:
+        return run_points(
+            sweep,
+            points,
+            out_root=out_root,
+            data_dir=data_dir,
+            run_fn=run_fn,
+            parallel=conc,
+            retries=retries,
+            max_reruns=max_reruns,
+            progress=prog,
+            sweep_file=sweep_file,
+            budget_s=budget_s,
+            host_busy=sampler.busy,
+            start_gap_s=DEFAULT_MODEL.start_gap_s if isinstance(conc, AutoParallel) else 0.0,
+            on_valid=on_valid,
+        )
 
 
 def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) -> int:
@@ -792,25 +844,20 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         f"{conc.describe()}",
         file=sys.stderr,
     )
-    prog = PrintProgress(sweep, len(points), skipped, lambda t: print(t, file=sys.stderr, flush=True))
-    auto = isinstance(conc, AutoParallel)
     try:
-        with HostSampler() as sampler:
-            report = run_points(
-                sweep,
-                points,
-                out_root=args.out,
-                data_dir=args.data,
-                run_fn=run_fn,
-                parallel=conc,
-                retries=args.retries,
-                max_reruns=args.max_reruns,
-                progress=prog,
-                sweep_file=args.sweep,
-                budget_s=budget_s,
-                host_busy=sampler.busy,
-                start_gap_s=DEFAULT_MODEL.start_gap_s if auto else 0.0,
-            )
+        report = run_points_here(
+            sweep,
+            points,
+            conc,
+            skipped=skipped,
+            out_root=args.out,
+            data_dir=args.data,
+            run_fn=run_fn,
+            retries=args.retries,
+            max_reruns=args.max_reruns,
+            sweep_file=args.sweep,
+            budget_s=budget_s,
+        )
     except KeyboardInterrupt:
         print("interrupted: run the same command again to resume", file=sys.stderr)
         return 130

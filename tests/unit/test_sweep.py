@@ -8,6 +8,7 @@ checked exactly.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import threading
@@ -540,3 +541,17 @@ def test_cli_rejects_overrides_the_scenario_does_not_accept(
 def test_labels() -> None:
     assert label([]) == "none" and label(["elfn", "epln"]) == "elfn+epln"
     assert label(2.0) == "2" and label(2.5) == "2.5" and label(True) == "true"
+
+
+def test_auto_sizes_by_one_scenario_per_station_and_flow_count() -> None:
+    """``--parallel auto`` loads one scenario per distinct size, not per override set: multihop's
+    480 points have 8 chain lengths; a window or protocol override does not change the size."""
+    multihop = load_sweep(ROOT / "experiments" / "sweeps" / "multihop.yaml")
+    points = expand(multihop)
+    keys = {sw._size_key(p) for p in points}
+    assert len(keys) == 8
+    by_count = {p.overrides["stations.count"]: sw._size_key(p) for p in points}
+    assert len(set(by_count.values())) == 8
+    one = points[0]
+    more_flows = dataclasses.replace(one, overrides={**one.overrides, "traffic.udp[2].src": 1})
+    assert sw._size_key(more_flows) != sw._size_key(one)
