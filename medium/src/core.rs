@@ -193,6 +193,8 @@ struct Pending {
     data_attempts: u8,
     mac_seq: u16,
     p2p_status: Status,
+    /// p2p: why the frame failed (a cut link or a station that is off), reported at `P2pDone`.
+    p2p_cause: Cause,
 }
 
 struct Sta {

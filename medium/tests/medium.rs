@@ -348,3 +348,28 @@ fn trace_records_failed_unicast_with_cause_distance_and_ip_key() {
     assert_eq!(r[30], 6);
     assert!(m.counters_json()["airtime_series"]["airtime_ns"][0].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn p2p_saturated_source_on_a_cut_link_fails_frame_by_frame() {
+    // Was a stack overflow: a failed p2p frame completed at once and the saturated source offered
+    // the next one at the same instant, forever. Now a frame on a cut link still takes its time.
+    let stations: Vec<(u32, f64, f64)> = (1..=3).map(|i| (i, 0.0, 0.0)).collect();
+    let extra = json!({
+        "p2p": {"chain": [1, 2, 3], "chain_props": {"rate_bps": 32000.0}},
+        "saturated": [{"src": 1, "dst": 2, "len": 100}],
+        "events": [{"t_s": 0.5, "op": "partition", "a": [1], "b": [2], "duration_s": 0.3}],
+    });
+    let mut m = Medium::new(&config(&stations, json!({}), extra), true).unwrap();
+    m.start_saturated();
+    let out = run(&mut m, vec![], Some(S));
+    let st = statuses(&out, 1);
+    let failed: Vec<_> = st.iter().filter(|s| s.1 == Status::Failed).collect();
+    // 100 bytes at 32 kbit/s = 25 ms a frame: about 0.3 s / 25 ms = 12 frames fail, each taking 25 ms.
+    assert!((10..=14).contains(&failed.len()), "{} failed", failed.len());
+    assert!(failed.iter().all(|s| s.6 - s.5 == 25 * MS));
+    assert!(st.len() > 35 && st.len() < 45, "{} frames in 1 s", st.len());
+    // A saturated source with no link to its destination is a configuration error, not a hang.
+    let bad = json!({"p2p": {"chain": [1, 2, 3], "chain_props": {"rate_bps": 32000.0}}, "saturated": [{"src": 1, "dst": 3, "len": 100}]});
+    let err = Medium::new(&config(&stations, json!({}), bad), true).err().unwrap();
+    assert!(err.contains("saturated source 1"), "{err}");
+}

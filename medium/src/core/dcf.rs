@@ -77,6 +77,7 @@ impl Medium {
             data_attempts: 0,
             mac_seq: st.mac_seq,
             p2p_status: Status::Acked,
+            p2p_cause: Cause::None,
         });
         st.exch = Exch::Contend;
         if self.p2p.is_some() {

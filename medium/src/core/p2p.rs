@@ -47,6 +47,14 @@ impl Medium {
         for v in &mut nb {
             v.sort();
         }
+        // A saturated source offers its next frame when the last one completes: it needs a link to
+        // serialize on, or it would offer again at the same instant forever.
+        for (&src, &(d, _)) in &self.saturated {
+            let ok = if d == usize::MAX { !nb[src].is_empty() } else { links.contains_key(&(src, d)) };
+            if !ok {
+                return Err(format!("saturated source {}: no p2p link to its destination", self.sta[src].id));
+            }
+        }
         self.p2p_nb = nb;
         self.p2p = Some(links);
         Ok(())
@@ -67,21 +75,19 @@ impl Medium {
         let mut failed = None;
         if let Some(d) = dst {
             if !self.p2p.as_ref().unwrap().contains_key(&(s, d)) {
-                failed = Some(Cause::OutOfRange);
+                // no link to d at all: nothing is sent (a saturated source never gets here: setup_p2p)
+                let pd = self.sta[s].pending.as_mut().unwrap();
+                pd.data_attempts = 1;
+                pd.first_tx = Some(now);
+                return self.complete(s, Status::Failed, Cause::OutOfRange);
             } else if self.link_cut(s, d) || !self.sta[d].on {
                 failed = Some(if self.sta[d].on { Cause::Scripted } else { Cause::OutOfRange });
             }
         }
-        if let Some(c) = failed {
-            let pd = self.sta[s].pending.as_mut().unwrap();
-            pd.data_attempts = 1;
-            pd.first_tx = Some(now);
-            return self.complete(s, Status::Failed, c);
-        }
         for d in targets {
-            if self.link_cut(s, d) {
-                continue;
-            }
+            // The frame is serialized on every link, cut or not (the sender cannot tell): a failure
+            // takes the frame's time, so a saturated source on a cut link advances in time.
+            let cut = self.link_cut(s, d) || !self.sta[d].on;
             let links = self.p2p.as_mut().unwrap();
             let l = links.get_mut(&(s, d)).unwrap();
             let start = now.max(l.busy_until);
@@ -89,6 +95,9 @@ impl Medium {
             let end = start + (bits / l.props.rate_bps * 1e9).round() as u64;
             l.busy_until = end;
             done = done.max(end);
+            if cut {
+                continue;
+            }
             let per = errmodel::ber_per(l.props.ber, len + l.props.overhead_bytes);
             let lost = (l.props.loss > 0.0 && l.rng.unit() < l.props.loss) || (per > 0.0 && l.rng.unit() < per);
             let [dmin, dmax] = l.props.delay_ms;
@@ -108,7 +117,11 @@ impl Medium {
         let pd = st.pending.as_mut().unwrap();
         pd.data_attempts = 1;
         pd.first_tx = Some(now);
-        pd.p2p_status = if dst.is_some() { Status::Acked } else { Status::Sent };
+        (pd.p2p_status, pd.p2p_cause) = match (dst, failed) {
+            (_, Some(c)) => (Status::Failed, c),
+            (Some(_), None) => (Status::Acked, Cause::None),
+            (None, None) => (Status::Sent, Cause::None),
+        };
         self.push(done, Ev::P2pDone { s });
     }
 
@@ -137,8 +150,8 @@ impl Medium {
     /// Station s has serialized its frame on every link: TX_STATUS.
     pub(super) fn p2p_done(&mut self, s: usize) {
         if self.sta[s].exch == Exch::P2p {
-            let st = self.sta[s].pending.as_ref().map(|p| p.p2p_status).unwrap_or(Status::Sent);
-            self.complete(s, st, Cause::None);
+            let (st, cause) = self.sta[s].pending.as_ref().map(|p| (p.p2p_status, p.p2p_cause)).unwrap_or((Status::Sent, Cause::None));
+            self.complete(s, st, cause);
         }
     }
 }
