@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -22,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from experiments.stats import Change, fieller, paired_change  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "results" / "multihop.md"
@@ -112,6 +115,59 @@ def chain_section(df: pd.DataFrame, figures: Path) -> str:
     return markdown(t)
 
 
+def _paired(df: pd.DataFrame, proto: str) -> tuple[list[float], list[float]]:
+    """Throughput of ``proto`` and of static routes on the seeds both ran (same placement)."""
+    by = df.pivot_table(index="seed", columns="protocol", values="throughput_kbps")
+    if proto not in by or "static" not in by:
+        return [], []
+    both = by[[proto, "static"]].dropna()
+    return list(both[proto]), list(both["static"])
+
+
+def ratio_section(df: pd.DataFrame) -> str:
+    """AODV and DSR over static routes per chain length and window: the ratio of mean throughputs
+    over the paired seeds with Fieller's 95 % interval (experiments.stats), and over all lengths
+    of a window the mean ratio with its delta-method interval (the lengths share the seeds)."""
+    df = df.copy()
+    df["hops_n"] = df["hops"].astype(int)
+    df["window"] = df["window"].astype(str)
+    rows = []
+    for w in sorted(df["window"].unique(), key=_window_order):
+        dw = df[df["window"] == w]
+        for proto in ("aodv", "dsr"):
+            blocks = []
+            for h in sorted(dw["hops_n"].unique()):
+                t, b = _paired(dw[dw["hops_n"] == h], proto)
+                if not t:
+                    continue
+                c = fieller(t, b)
+                blocks.append((h, t, b))
+                rows.append((proto, w, str(h), c))
+            seeds = (
+                set.intersection(*(set(dw[(dw["hops_n"] == h)]["seed"]) for h, _, _ in blocks))
+                if blocks
+                else set()
+            )
+            if len(blocks) > 1 and len(seeds) >= 2:
+                aligned = []
+                for h, _, _ in blocks:
+                    sub = dw[(dw["hops_n"] == h) & dw["seed"].isin(seeds)]
+                    t, b = _paired(sub, proto)
+                    aligned.append((t, b))
+                rows.append((proto, w, "all", paired_change(aligned)))
+
+    def fmt(c: Change) -> tuple[str, str]:
+        r = f"{1 + c.value / 100:.3f}"
+        ci = "" if math.isnan(c.low) else f"[{1 + c.low / 100:.3f}, {1 + c.high / 100:.3f}]"
+        return r, ci
+
+    table = pd.DataFrame(
+        [(p, w, h, *fmt(c), c.n) for p, w, h, c in rows],
+        columns=["protocol", "window", "hops", "throughput / static", "95 % interval", "seeds"],
+    )
+    return markdown(table)
+
+
 def grid_section(df: pd.DataFrame) -> str:
     t = aggregate(df, ["protocol", "window", "flow"])
     return markdown(t)
@@ -127,6 +183,9 @@ def main(
         parts.append(
             "### Chains (mean over the seeds run; n = runs)\n\n"
             + chain_section(pd.read_csv(chain_csv), figures)
+        )
+        parts.append(
+            "### AODV and DSR over static routes (paired by seed)\n\n" + ratio_section(pd.read_csv(chain_csv))
         )
     grid_csv = data / "multihop-grid9-flows.csv"
     if grid_csv.exists():

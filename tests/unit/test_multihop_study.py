@@ -135,3 +135,25 @@ def test_a_valid_run_without_its_flow_row_gets_it_from_its_folder(tmp_path: Path
     (row,) = multihop.read_rows(flows)
     assert row["point_id"] == points[0].point_id and float(row["throughput_kbps"]) == 300.0
     assert not kept.exists()
+
+
+def test_ratio_section_pairs_by_seed_with_intervals() -> None:
+    """AODV at 0.8-0.824 x static by seed (static varies by seed): the ratio of means with a
+    Fieller interval around it; DSR equal to static: 1.000 over all lengths."""
+    import pandas as pd
+
+    rows = []
+    for hops in ("2", "4"):
+        for seed, base in ((1, 300.0), (2, 360.0), (3, 330.0)):
+            rows.append(("static", hops, "none", seed, base))
+            rows.append(("aodv", hops, "none", seed, 0.8 * base * (1.0 + 0.01 * seed)))
+            rows.append(("dsr", hops, "none", seed, base))
+    df = pd.DataFrame(rows, columns=["protocol", "hops", "window", "seed", "throughput_kbps"])
+    table = multihop_report.ratio_section(df)
+    lines = {tuple(c.strip() for c in ln.strip("|").split("|"))[:3]: ln for ln in table.splitlines()[2:]}
+    aodv4 = lines[("aodv", "none", "4")].split("|")
+    assert aodv4[4].strip() == f"{0.8 * (1 + 0.01 * (300 + 720 + 990) / 990):.3f}"
+    low, high = (float(x) for x in aodv4[5].strip(" []").split(","))
+    assert low < 0.8164 < high and high - low < 0.1
+    assert ("aodv", "none", "all") in lines and lines[("dsr", "none", "all")].split("|")[4].strip() == "1.000"
+    assert lines[("dsr", "none", "2")].split("|")[6].strip() == "3"
