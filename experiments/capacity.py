@@ -21,7 +21,7 @@ scenario. ``AutoParallel`` is a sans-I/O controller:
 - **Grow** (additive): after ``limit`` valid runs in a row without a warning, and while the host's
   CPU is below ``max_host_busy``, one more.
 
-``HostSampler`` (the only I/O here) reads ``/proc/stat`` for the host's busy share.
+``SweepHostSampler`` (the only I/O here) reads ``/proc/stat`` for the host's busy share.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from experiments.rows import RunRecord
+from testbed.validity import cpu_times
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,16 +177,14 @@ def mem_available_mb() -> float:
 
 
 def _cpu_times() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    total = sum(fields[:8])
-    return total - idle, total
+    """(busy, total) jiffies of all CPUs (``testbed.validity.cpu_times`` parses /proc/stat)."""
+    return cpu_times(Path("/proc/stat").read_text())
 
 
-class HostSampler:
-    """The host's CPU busy share, sampled every ``interval_s`` in a thread, smoothed over ``window``
-    samples."""
+class SweepHostSampler:
+    """The host's CPU busy share for the sweep's controller, sampled every ``interval_s`` in a
+    thread, smoothed over ``window`` samples (a run's own record of the host is
+    ``testbed.validity.HostSampler``)."""
 
     def __init__(self, interval_s: float = 2.0, window: int = 5) -> None:
         self.interval_s = interval_s
@@ -195,7 +194,7 @@ class HostSampler:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="host-sampler", daemon=True)
 
-    def __enter__(self) -> HostSampler:
+    def __enter__(self) -> SweepHostSampler:
         self._thread.start()
         return self
 

@@ -39,7 +39,7 @@ from experiments.capacity import (
     AutoParallel,
     Concurrency,
     FixedParallel,
-    HostSampler,
+    SweepHostSampler,
     cores,
     measured_cost,
     mem_available_mb,
@@ -707,7 +707,7 @@ def run_points_here(
     """``run_points`` as a command runs it on this host: progress on stderr, the host's CPU sampled
     for the validity signals, and ``--parallel auto``'s gap between starts."""
     prog = PrintProgress(sweep, len(points), skipped, lambda t: print(t, file=sys.stderr, flush=True))
-    with HostSampler() as sampler:
+    with SweepHostSampler() as sampler:
         return run_points(
             sweep,
             points,

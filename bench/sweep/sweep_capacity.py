@@ -39,7 +39,7 @@ from experiments.capacity import (  # noqa: E402
     DEFAULT_MODEL,
     AutoParallel,
     FixedParallel,
-    HostSampler,
+    SweepHostSampler,
     cores,
     mem_available_mb,
 )
@@ -71,7 +71,7 @@ def half(name: str, seeds: int, parallel: str) -> tuple[list[RunRecord], float, 
         conc = FixedParallel(int(parallel))
     prog = PrintProgress(sweep, len(points), 0, lambda t: print(f"[{name}] {t}", file=sys.stderr, flush=True))
     t0 = time.monotonic()
-    with HostSampler() as sampler:
+    with SweepHostSampler() as sampler:
         report = run_points(
             sweep,
             points,
