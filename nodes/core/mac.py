@@ -93,7 +93,7 @@ class MacState:
 
     def take_next(self, queue: FrameQueue) -> Frame | None:
         """If idle, take the next frame of ``queue`` and return it; None if busy or the queue is
-        empty. ``NodeRuntime.pump`` per packet, twice: one call instead of ``busy`` and ``take``."""
+        empty. ``NodeRuntime.apply`` and ``pump``: one call instead of ``busy`` and ``take``."""
         if self._busy is not None:
             return None
         frame = queue.dequeue()

@@ -335,7 +335,8 @@ def decode(buf: bytes) -> Message:
     RX and TX_STATUS, the two messages of every forwarded packet, are checked with one comparison
     of their first 4 bytes and one length test, and decoded with one ``unpack_from`` each (the
     router's hot path, docs/router.md); everything else, and anything that fails those checks,
-    goes through :func:`decode_header`.
+    goes through :func:`decode_header`. ``buf`` is ``bytes`` (what ``recv`` returns): an RX's
+    payload is a slice of it.
     """
     head = buf[:4]
     if head == _RX_HEAD:
@@ -344,7 +345,7 @@ def decode(buf: bytes) -> Message:
             f = _RX_FIELDS(buf)
             plen = f[8]
             if n == _RX_LEN + plen and plen <= MAX_PAYLOAD:
-                return _new(Rx, f[:8] + (bytes(buf[_RX_LEN:]),))
+                return _new(Rx, f[:8] + (buf[_RX_LEN:],))  # a slice of bytes is bytes
     elif head == _TX_STATUS_HEAD and len(buf) == _TX_STATUS_LEN:
         return _new(TxStatusMsg, _TX_STATUS_FIELDS(buf))
     mtype, _, _ = decode_header(buf)

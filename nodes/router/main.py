@@ -415,9 +415,7 @@ class Router:
                     _write(self.tap_fd, mirror.rx_frame(src, dst, rssi, noise, payload))
                 except OSError as exc:
                     self.io[f"tap_write_error_{exc.errno}"] += 1
-            rt.handle(
-                FromAir(payload, src, dst, rssi, snr, bool(flags & _RX_OVERHEARD)), now - self._epoch_ns
-            )
+            rt.handle(FromAir(payload, src, dst, rssi, snr, flags & _RX_OVERHEARD != 0), now - self._epoch_ns)
             return
         mac = self.mac
         if type(msg) is _TxStatusMsg:
