@@ -17,8 +17,15 @@ Sans-I/O: no sockets, no clock. Tests: ``tests/unit/test_core_mac.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from nodes.core.events import Frame
+
+
+class FrameQueue(Protocol):
+    """Where the MAC takes its next frame from (``nodes.core.ifq.InterfaceQueue``)."""
+
+    def dequeue(self) -> Frame | None: ...
 
 
 class MacStateError(RuntimeError):
@@ -83,6 +90,16 @@ class MacState:
         if self._busy is not None:
             raise MacStateError("MAC busy: a second frame handed over before the TX status")
         self._busy = frame
+
+    def take_next(self, queue: FrameQueue) -> Frame | None:
+        """If idle, take the next frame of ``queue`` and return it; None if busy or the queue is
+        empty. ``NodeRuntime.apply`` and ``pump``: one call instead of ``busy`` and ``take``."""
+        if self._busy is not None:
+            return None
+        frame = queue.dequeue()
+        if frame is not None:
+            self._busy = frame
+        return frame
 
     def done(self) -> None:
         """The TX status of the outstanding frame was handled: the MAC is idle."""

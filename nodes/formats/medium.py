@@ -318,8 +318,13 @@ def decode_header(buf: bytes) -> tuple[int, int, int]:
 
 _RX_LEN = RX_ST.size
 _TX_STATUS_LEN = TX_STATUS_ST.size
-_RX_UNPACK = RX_ST.unpack_from
-_TX_STATUS_UNPACK = TX_STATUS_ST.unpack_from
+# the first 4 bytes (magic, version, type) of a well-formed RX / TX_STATUS, and the rest of their
+# fixed part without them: the hot path checks the 4 bytes with one comparison and unpacks the
+# fields in message order (RX: seq .. noise_dbm, then len; TX_STATUS: all of them)
+_RX_HEAD = HEADER.pack(MAGIC, VERSION, RX, 0, 0)[:4]
+_TX_STATUS_HEAD = HEADER.pack(MAGIC, VERSION, TX_STATUS, 0, 0)[:4]
+_RX_FIELDS = struct.Struct("<4x" + RX_ST.format.removeprefix("<HBB")).unpack_from
+_TX_STATUS_FIELDS = struct.Struct("<4x" + TX_STATUS_ST.format.removeprefix("<HBB")).unpack_from
 _new = tuple.__new__  # a NamedTuple from a tuple of the right length, without its __new__'s checks
 
 
@@ -327,20 +332,22 @@ def decode(buf: bytes) -> Message:
     """Decode one whole message; raise :class:`MalformedMessage` (``reason``: the counter name)
     unless it passes :func:`decode_header`'s checks.
 
-    RX and TX_STATUS, the two messages of every forwarded packet, are checked and decoded with
-    one ``unpack_from`` each (the router's hot path, docs/router.md); everything else, and anything
-    that fails those checks, goes through :func:`decode_header`.
+    RX and TX_STATUS, the two messages of every forwarded packet, are checked with one comparison
+    of their first 4 bytes and one length test, and decoded with one ``unpack_from`` each (the
+    router's hot path, docs/router.md); everything else, and anything that fails those checks,
+    goes through :func:`decode_header`. ``buf`` is ``bytes`` (what ``recv`` returns): an RX's
+    payload is a slice of it.
     """
-    n = len(buf)
-    if n >= _RX_LEN and buf[3] == RX:
-        f = _RX_UNPACK(buf)
-        plen = f[11]
-        if f[0] == MAGIC and f[1] == VERSION and n == _RX_LEN + plen and plen <= MAX_PAYLOAD:
-            return _new(Rx, (*f[3:11], bytes(buf[_RX_LEN:])))
-    elif n == _TX_STATUS_LEN and buf[3] == TX_STATUS:
-        f = _TX_STATUS_UNPACK(buf)
-        if f[0] == MAGIC and f[1] == VERSION:
-            return _new(TxStatusMsg, f[3:])
+    head = buf[:4]
+    if head == _RX_HEAD:
+        n = len(buf)
+        if n >= _RX_LEN:
+            f = _RX_FIELDS(buf)
+            plen = f[8]
+            if n == _RX_LEN + plen and plen <= MAX_PAYLOAD:
+                return _new(Rx, f[:8] + (buf[_RX_LEN:],))  # a slice of bytes is bytes
+    elif head == _TX_STATUS_HEAD and len(buf) == _TX_STATUS_LEN:
+        return _new(TxStatusMsg, _TX_STATUS_FIELDS(buf))
     mtype, _, _ = decode_header(buf)
     if mtype == RX:
         f = RX_ST.unpack_from(buf)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nodes.core.events import Frame
+from nodes.core.ifq import InterfaceQueue
 from nodes.core.mac import MacState, MacStateError, WireNumbers
 
 
@@ -50,6 +51,21 @@ def test_one_frame_at_a_time() -> None:
     mac.take(f2)
     mac.done()
     assert mac.busy is None
+
+
+def test_take_next_takes_from_the_queue_only_while_idle() -> None:
+    """``take_next`` (the runtime's pump): the head of the queue while idle, nothing while busy
+    (the queue keeps its frames), nothing from an empty queue."""
+    mac = MacState()
+    q = InterfaceQueue(4)
+    assert mac.take_next(q) is None and mac.busy is None  # empty queue: still idle
+    f1, f2 = frame(1), frame(2)
+    q.enqueue(f1)
+    q.enqueue(f2)
+    assert mac.take_next(q) is f1 and mac.busy is f1
+    assert mac.take_next(q) is None and len(q) == 1  # busy: f2 stays queued
+    mac.done()
+    assert mac.take_next(q) is f2 and mac.busy is f2 and len(q) == 0
 
 
 def test_fast_path_hand_over() -> None:
