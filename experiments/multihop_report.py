@@ -115,19 +115,30 @@ def chain_section(df: pd.DataFrame, figures: Path) -> str:
     return markdown(t)
 
 
-def _paired(df: pd.DataFrame, proto: str) -> tuple[list[float], list[float]]:
-    """Throughput of ``proto`` and of static routes on the seeds both ran (same placement)."""
+def _paired(df: pd.DataFrame, proto: str, seeds: set[int] | None = None) -> tuple[list[float], list[float]]:
+    """Throughput of ``proto`` and of static routes on the seeds both ran (same placement), in
+    seed order; only ``seeds`` when given."""
     by = df.pivot_table(index="seed", columns="protocol", values="throughput_kbps")
     if proto not in by or "static" not in by:
         return [], []
-    both = by[[proto, "static"]].dropna()
+    both = by[[proto, "static"]].dropna().sort_index()
+    if seeds is not None:
+        both = both[both.index.isin(seeds)]
     return list(both[proto]), list(both["static"])
+
+
+def _paired_seeds(df: pd.DataFrame, proto: str) -> set[int]:
+    by = df.pivot_table(index="seed", columns="protocol", values="throughput_kbps")
+    if proto not in by or "static" not in by:
+        return set()
+    return {int(s) for s in by[[proto, "static"]].dropna().index}
 
 
 def ratio_section(df: pd.DataFrame) -> str:
     """AODV and DSR over static routes per chain length and window: the ratio of mean throughputs
     over the paired seeds with Fieller's 95 % interval (experiments.stats), and over all lengths
-    of a window the mean ratio with its delta-method interval (the lengths share the seeds)."""
+    of a window the mean ratio with its delta-method interval on the seeds every length has (the
+    lengths share the seeds)."""
     df = df.copy()
     df["hops_n"] = df["hops"].astype(int)
     df["window"] = df["window"].astype(str)
@@ -135,25 +146,15 @@ def ratio_section(df: pd.DataFrame) -> str:
     for w in sorted(df["window"].unique(), key=_window_order):
         dw = df[df["window"] == w]
         for proto in ("aodv", "dsr"):
-            blocks = []
+            per_hop = {}
             for h in sorted(dw["hops_n"].unique()):
-                t, b = _paired(dw[dw["hops_n"] == h], proto)
-                if not t:
-                    continue
-                c = fieller(t, b)
-                blocks.append((h, t, b))
-                rows.append((proto, w, str(h), c))
-            seeds = (
-                set.intersection(*(set(dw[(dw["hops_n"] == h)]["seed"]) for h, _, _ in blocks))
-                if blocks
-                else set()
-            )
-            if len(blocks) > 1 and len(seeds) >= 2:
-                aligned = []
-                for h, _, _ in blocks:
-                    sub = dw[(dw["hops_n"] == h) & dw["seed"].isin(seeds)]
-                    t, b = _paired(sub, proto)
-                    aligned.append((t, b))
+                seeds = _paired_seeds(dw[dw["hops_n"] == h], proto)
+                if seeds:
+                    per_hop[h] = seeds
+                    rows.append((proto, w, str(h), fieller(*_paired(dw[dw["hops_n"] == h], proto))))
+            common = set.intersection(*per_hop.values()) if per_hop else set()
+            if len(per_hop) > 1 and len(common) >= 2:
+                aligned = [_paired(dw[dw["hops_n"] == h], proto, common) for h in per_hop]
                 rows.append((proto, w, "all", paired_change(aligned)))
 
     def fmt(c: Change) -> tuple[str, str]:

@@ -157,3 +157,23 @@ def test_ratio_section_pairs_by_seed_with_intervals() -> None:
     assert low < 0.8164 < high and high - low < 0.1
     assert ("aodv", "none", "all") in lines and lines[("dsr", "none", "all")].split("|")[4].strip() == "1.000"
     assert lines[("dsr", "none", "2")].split("|")[6].strip() == "3"
+
+
+def test_ratio_all_lengths_uses_the_seeds_every_length_has() -> None:
+    """A length missing one seed's static run (a sweep still running): that length pairs on the
+    seeds it has, and the all-lengths row on the seeds common to every length (was a crash)."""
+    import pandas as pd
+
+    rows = []
+    for hops in ("2", "4"):
+        for seed in (1, 2, 3):
+            if not (hops == "2" and seed == 3):
+                rows.append(("static", hops, "none", seed, 300.0 + 10 * seed))
+            rows.append(("aodv", hops, "none", seed, 0.9 * (300.0 + 10 * seed) + seed))
+    df = pd.DataFrame(rows, columns=["protocol", "hops", "window", "seed", "throughput_kbps"])
+    lines = {
+        tuple(c.strip() for c in ln.strip("|").split("|"))[:3]: [c.strip() for c in ln.strip("|").split("|")]
+        for ln in multihop_report.ratio_section(df).splitlines()[2:]
+    }
+    assert lines[("aodv", "none", "2")][5] == "2" and lines[("aodv", "none", "4")][5] == "3"
+    assert lines[("aodv", "none", "all")][5] == "2"
