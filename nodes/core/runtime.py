@@ -174,9 +174,9 @@ class NodeRuntime:
                     self._jitter_frames[key] = a.frame
                     self.timers.set(key, now_ns + a.jitter_ns)
                 else:  # _enqueue(), inlined (once per forwarded packet)
-                    frame = a.frame
-                    frame.enq_ns = now_ns
-                    victim = self.ctx.ifq.enqueue(frame)
+                    sent = a.frame
+                    sent.enq_ns = now_ns
+                    victim = self.ctx.ifq.enqueue(sent)
                     if victim is not None:
                         self._ifq_full(victim, now_ns)
             elif isinstance(a, DeliverLocal):
