@@ -58,6 +58,12 @@ class Scheduler:
         self._heap: list[tuple[int, int, Hashable]] = []
         self._live: dict[Hashable, tuple[int, int]] = {}
         self._seq = itertools.count()
+        self.changes = 0
+        """Grows whenever the set of pending timers changes (``set``, a ``cancel`` that removes
+        one, a ``pop_due`` that returns some); read it, never write it. ``next_time()`` is a
+        function of that set only, so a caller that remembers this number with its answer knows
+        the answer still holds while the number is the same (the router's ``_rearm``, without
+        the call on every packet: docs/benchmarks.md)."""
 
     def __len__(self) -> int:
         return len(self._live)
@@ -66,9 +72,11 @@ class Scheduler:
         seq = next(self._seq)
         self._live[key] = (at_ns, seq)
         heapq.heappush(self._heap, (at_ns, seq, key))
+        self.changes += 1
 
     def cancel(self, key: Hashable) -> None:
-        self._live.pop(key, None)
+        if self._live.pop(key, None) is not None:
+            self.changes += 1
 
     def pending(self, key: Hashable) -> int | None:
         entry = self._live.get(key)
@@ -86,6 +94,8 @@ class Scheduler:
         while True:
             self._skip_dead()
             if not self._heap or self._heap[0][0] > now_ns:
+                if due:
+                    self.changes += 1
                 return due
             _, _, key = heapq.heappop(self._heap)
             del self._live[key]

@@ -26,9 +26,13 @@ class InterfaceQueue:
         self.capacity = capacity
         self._control: deque[Frame] = deque()
         self._data: deque[Frame] = deque()
+        self.queued = 0
+        """Frames in the queue (``len()``); read it, never write it. A plain attribute so that
+        the runtime's pump can skip the MAC when the queue is empty without a Python call
+        (docs/benchmarks.md, "Cost of the issue-13 seams")."""
 
     def __len__(self) -> int:
-        return len(self._control) + len(self._data)
+        return self.queued
 
     def __iter__(self) -> Iterator[Frame]:
         """Frames in the order the MAC will take them."""
@@ -41,8 +45,9 @@ class InterfaceQueue:
         Drop-tail, except that a control frame arriving at a full queue pushes out the last data
         frame (ns-2 PriQueue puts routing packets at the head, so they are never starved by data).
         """
-        if len(self._control) + len(self._data) < self.capacity:
+        if self.queued < self.capacity:
             (self._control if frame.control else self._data).append(frame)
+            self.queued += 1
             return None
         if frame.control and self._data:
             victim = self._data.pop()
@@ -52,8 +57,10 @@ class InterfaceQueue:
 
     def dequeue(self) -> Frame | None:
         if self._control:
+            self.queued -= 1
             return self._control.popleft()
         if self._data:
+            self.queued -= 1
             return self._data.popleft()
         return None
 
@@ -66,6 +73,7 @@ class InterfaceQueue:
                 removed.extend(f for f in q if predicate(f))
                 q.clear()
                 q.extend(keep)
+        self.queued = len(self._control) + len(self._data)
         return removed
 
     def snapshot(self) -> list[Frame]:

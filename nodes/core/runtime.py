@@ -173,8 +173,12 @@ class NodeRuntime:
                     key = JitterTimer(next(self._jitter_seq))
                     self._jitter_frames[key] = a.frame
                     self.timers.set(key, now_ns + a.jitter_ns)
-                else:
-                    self._enqueue(a.frame, now_ns)
+                else:  # _enqueue(), inlined (once per forwarded packet)
+                    sent = a.frame
+                    sent.enq_ns = now_ns
+                    victim = self.ctx.ifq.enqueue(sent)
+                    if victim is not None:
+                        self._ifq_full(victim, now_ns)
             elif isinstance(a, DeliverLocal):
                 if self.endpoint is not None:
                     self.apply(self.endpoint.on_inbound(a.packet, now_ns), now_ns)
@@ -201,21 +205,29 @@ class NodeRuntime:
             else:  # pragma: no cover - exhaustive
                 raise TypeError(f"unknown action {a!r}")
         # pump(), inlined: this runs for every event (twice per forwarded packet), and a Python
-        # call costs about as much as the rest of pump (docs/benchmarks.md)
-        frame = self.mac.take_next(self.ctx.ifq)
-        if frame is not None:
-            if self.tracer is not None:
-                self.tracer.add(self._now_ns, EV_TX, frame.packet, frame.next_hop)
-            self.io.transmit(frame)
+        # call costs about as much as the rest of pump (docs/benchmarks.md); an empty queue has
+        # nothing for the MAC (the TX status of the last frame: no call at all)
+        ifq = self.ctx.ifq
+        if ifq.queued:
+            frame = self.mac.take_next(ifq)
+            if frame is not None:
+                if self.tracer is not None:
+                    self.tracer.add(self._now_ns, EV_TX, frame.packet, frame.next_hop)
+                self.io.transmit(frame)
 
     def _enqueue(self, frame: Frame, now_ns: int) -> None:
+        """Into the interface queue (``apply`` does the same inline for a ``Send``)."""
         frame.enq_ns = now_ns
         victim = self.ctx.ifq.enqueue(frame)
         if victim is not None:
-            self.ctx.counters.drops["ifq_full"] += 1
-            if self.tracer is not None:
-                self.tracer.drop(now_ns, EV_IFQ_DROP, victim.packet, "ifq_full")
-            self.handle(IfqDrop(victim), now_ns)
+            self._ifq_full(victim, now_ns)
+
+    def _ifq_full(self, victim: Frame, now_ns: int) -> None:
+        """The queue was full: ``victim`` (the new frame, or a data frame a control one pushed out)."""
+        self.ctx.counters.drops["ifq_full"] += 1
+        if self.tracer is not None:
+            self.tracer.drop(now_ns, EV_IFQ_DROP, victim.packet, "ifq_full")
+        self.handle(IfqDrop(victim), now_ns)
 
     def pump(self) -> None:
         """Hand the next queued frame to the MAC if it is idle (``apply`` does the same inline)."""

@@ -136,6 +136,7 @@ class Router:
         self._loop_lag: LagHistogram | None = None  # the serving loop's, kept after it closes
         self._timer: TimerHandle | None = None
         self._timer_at: int | None = None
+        self._timers_seen = -1  # rt.timers.changes when _rearm last looked
         self._activity = 0
         self._written_activity = -1
         self._medium_up = False
@@ -362,6 +363,14 @@ class Router:
         One per callback: the loop's epoll is level-triggered, so if another message is queued the
         next ``epoll_wait`` returns at once (no sleep), which costs less than asking with
         ``poll(0)`` or a ``recv`` failing with EAGAIN after every message (docs/router.md).
+
+        The hot path (an RX, then the TX_STATUS of the forwarded frame, per packet) is written
+        out here rather than in a method per message (a Python call costs about as much as
+        the rest of the dispatch, docs/benchmarks.md "Cost of the issue-13 seams"): ``decode``
+        (``nodes.formats.medium``) returns exactly ``Rx`` / ``TxStatusMsg``, so one ``type() is``
+        test picks the branch and one tuple unpack reads the fields (``seq`` included); the
+        other messages go to ``_on_other_message``. The loop timer is re-armed only if the
+        runtime's timers changed (``_rearm``).
         """
         recv = self._recv
         if recv is None:
@@ -386,21 +395,10 @@ class Router:
         rt = self.rt
         assert rt is not None
         try:
-            self._on_message(buf, rt)
+            msg = _decode(buf)
         except wire.MalformedMessage as exc:
             self._count_malformed(exc.reason)
-        self._rearm()
-
-    def _on_message(self, buf: bytes, rt: NodeRuntime) -> None:
-        """One message from the medium, decoded by ``nodes.formats.medium`` (MalformedMessage:
-        the caller counts it).
-
-        The hot path (an RX, then the TX_STATUS of the forwarded frame, per packet): ``decode``
-        returns exactly ``Rx`` / ``TxStatusMsg``, so one ``type() is`` test picks the branch and
-        one tuple unpack reads the fields (``seq`` included), instead of an ``isinstance`` chain
-        and attribute reads (docs/benchmarks.md, "Cost of the issue-13 seams").
-        """
-        msg = _decode(buf)
+            return
         if type(msg) is _Rx:
             seq, _, src, dst, flags, rssi, snr, noise, payload = msg
             if not self.mac.receive(seq):
@@ -416,32 +414,38 @@ class Router:
                 except OSError as exc:
                     self.io[f"tap_write_error_{exc.errno}"] += 1
             rt.handle(FromAir(payload, src, dst, rssi, snr, flags & _RX_OVERHEARD != 0), now - self._epoch_ns)
-            return
-        mac = self.mac
-        if type(msg) is _TxStatusMsg:
+        elif type(msg) is _TxStatusMsg:
             seq, _, cookie, status, rts, data, cause, _, _ = msg
-            if not mac.receive(seq):
+            in_order, frame = self.mac.receive_status(seq, cookie)
+            if not in_order:
                 self._count_malformed("out_of_order")
                 return
-            frame = mac.complete(cookie)
             if frame is None:
                 self._count_malformed("unknown_cookie")
                 return
             if status == _ACKED or status == _SENT:
                 rt.tx_done(TxStatus(frame, True, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-                return
-            counters = rt.ctx.counters.mac
-            if status == wire.FAILED:
-                counters["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
-                rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
-            elif status == wire.REJECTED:
-                counters["rejected"] += 1
-                self._reject_local(frame)
             else:
-                self._count_malformed("bad_status")
-                rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+                counters = rt.ctx.counters.mac
+                if status == wire.FAILED:
+                    counters["failed_cause_" + wire.CAUSE_NAMES.get(cause, str(cause))] += 1
+                    rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+                elif status == wire.REJECTED:
+                    counters["rejected"] += 1
+                    self._reject_local(frame)
+                    return
+                else:
+                    self._count_malformed("bad_status")
+                    rt.tx_done(TxStatus(frame, False, rts, data, cause), _monotonic_ns() - self._epoch_ns)
+        else:
+            self._on_other_message(msg)
             return
-        if not mac.receive(msg.seq):
+        if rt.timers.changes != self._timers_seen:  # else _rearm() would find the same time
+            self._rearm()
+
+    def _on_other_message(self, msg: wire.Message) -> None:
+        """A well-formed message the router does not expect from the medium (only its number counts)."""
+        if not self.mac.receive(msg.seq):
             self._count_malformed("out_of_order")
         elif isinstance(msg, wire.Welcome):
             self._count_malformed("duplicate_welcome")
@@ -476,7 +480,8 @@ class Router:
                 packet = encapsulate(packet, self.station, end, self._ipip_ident)
                 self.io["ipip_encapsulated"] += 1
         rt.handle(FromLocal(packet), _monotonic_ns() - self._epoch_ns)
-        self._rearm()
+        if rt.timers.changes != self._timers_seen:
+            self._rearm()
 
     def on_tap_readable(self) -> None:
         """Drain and discard what the kernel sends out on the TAP (nothing is expected)."""
@@ -500,10 +505,17 @@ class Router:
         self._rearm()
 
     def _rearm(self) -> None:
-        """Keep exactly one loop timer, for the runtime's earliest timer."""
+        """Keep exactly one loop timer, for the runtime's earliest timer.
+
+        The packet callbacks call it only when ``rt.timers.changes`` moved since the last call:
+        the earliest time is a function of the pending timers only, so it cannot have changed
+        otherwise (two calls less per message, docs/benchmarks.md). ``_on_timer`` always calls it.
+        """
         rt = self.rt
         assert rt is not None
-        t = rt.timers.next_time()
+        timers = rt.timers
+        self._timers_seen = timers.changes
+        t = timers.next_time()
         if t == self._timer_at:
             return
         if self._timer is not None:

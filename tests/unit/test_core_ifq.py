@@ -83,3 +83,22 @@ def test_remove_if_returns_matches_in_queue_order() -> None:
     assert q.snapshot() == [frames[1], frames[3], frames[5]]
     assert q.remove_if(lambda f: False) == []
     assert len(q) == 3
+
+
+def test_queued_counts_every_frame_through_all_operations() -> None:
+    """``queued`` (the runtime's cheap emptiness test) equals the frames actually queued after
+    enqueue, push-out, tail drop, dequeue and remove_if, in random order."""
+    import random
+
+    rng = random.Random(3)
+    q = InterfaceQueue(5)
+    for i in range(2000):
+        r = rng.random()
+        if r < 0.5:
+            q.enqueue(ctl(i % 256) if rng.random() < 0.3 else data(i % 256))
+        elif r < 0.9:
+            q.dequeue()
+        else:
+            q.remove_if(lambda f: f.packet[0] % 3 == 0)
+        assert q.queued == len(q.snapshot()) == len(q) <= q.capacity
+    assert q.queued > 0 or q.dequeue() is None

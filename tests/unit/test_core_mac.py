@@ -93,3 +93,19 @@ def test_fields_are_read_only() -> None:
     for name in ("busy", "rx_seq", "tx_seq", "cookie", "n_pending"):
         with pytest.raises(AttributeError):
             setattr(mac, name, 1)
+
+
+def test_receive_status_numbers_and_completes_in_one_call() -> None:
+    """``receive_status``: ``receive(seq)`` then, if in order, ``complete(cookie)``; out of order
+    the cookie stays pending (as with the two calls) and the stream goes on from ``seq``."""
+    mac = MacState()
+    f1, f2 = frame(1), frame(2)
+    mac.send_tx(f1)
+    mac.send_tx(f2)
+    assert mac.receive_status(1, 1) == (True, f1)
+    assert not mac.is_pending(1) and mac.rx_seq == 1
+    assert mac.receive_status(3, 2) == (False, None)  # gap: out of order, cookie 2 still pending
+    assert mac.is_pending(2) and mac.rx_seq == 3
+    assert mac.receive_status(4, 99) == (True, None)  # in order, unknown cookie
+    assert mac.receive_status(5, 2) == (True, f2)
+    assert mac.n_pending == 0 and mac.rx_seq == 5

@@ -98,3 +98,27 @@ def test_event_loop_runs_in_time_order_and_advances_clock() -> None:
     loop.run_until(100)
     assert seen == [("a", 10), ("b", 20), ("c", 20)]
     assert loop.idle()
+
+
+def test_changes_moves_with_the_pending_set_only() -> None:
+    """``changes`` grows on ``set``, on a ``cancel`` that removes a timer and on a ``pop_due`` that
+    returns some; not on reads, a cancel of nothing or an empty ``pop_due`` (the router re-arms
+    its loop timer only when it moved)."""
+    s = Scheduler()
+    c0 = s.changes
+    s.set("a", 10)
+    c1 = s.changes
+    assert c1 > c0
+    assert s.next_time() == 10 and s.pending("a") == 10 and len(s) == 1
+    s.cancel("missing")
+    assert s.pop_due(5) == []
+    assert s.changes == c1
+    s.set("a", 10)  # the same time again still counts: the caller just asks next_time() again
+    c2 = s.changes
+    assert c2 > c1
+    s.cancel("a")
+    c3 = s.changes
+    assert c3 > c2 and s.next_time() is None
+    s.set("b", 20)
+    c4 = s.changes
+    assert s.pop_due(20) == ["b"] and s.changes > c4

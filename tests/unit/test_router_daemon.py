@@ -22,6 +22,7 @@ import pytest
 
 from nodes.core import ipv4
 from nodes.core.addr import station_ip_bytes
+from nodes.core.events import Action, CancelTimer, Event, SetTimer, Timer
 from nodes.formats import medium as wire
 from nodes.router.config import RouterConfig
 from nodes.router.loop import EpollLoop
@@ -287,6 +288,49 @@ def test_one_loop_timer_for_the_earliest_runtime_timer(h: Harness) -> None:
     rt.timers.cancel("b")
     r._rearm()
     assert r._timer is None and same.cancelled()
+
+
+def test_loop_timer_follows_timers_set_and_cancelled_while_handling_a_message(h: Harness) -> None:
+    """The medium callback re-arms the loop timer only when the runtime's timers changed
+    (``Scheduler.changes``): a timer the core sets while handling an RX gets the loop timer and
+    fires; one set and cancelled in the same event leaves none; an event that changes nothing
+    keeps the handle; replacing the earliest timer by another at the same time keeps it too and
+    the new one fires."""
+    r = h.router
+    rt = r.rt
+    assert rt is not None and r.ctx is not None
+    at = r.clock.now_ns() + 10_000_000_000
+    script: list[list[Action]] = []
+    fired: list[object] = []
+    core_on_event = rt.protocol.on_event
+
+    def on_event(event: Event, now_ns: int) -> list[Action]:
+        if isinstance(event, Timer):
+            fired.append(event.key)
+        return (script.pop(0) if script else []) + core_on_event(event, now_ns)
+
+    rt.protocol.on_event = on_event  # type: ignore[method-assign]
+    r._rearm()
+    assert r._timer is None
+    script.append([SetTimer("t", at), CancelTimer("t")])  # set and cancelled in one event
+    h.rx(1, 2, ip_packet(1, 2))
+    assert r._timer is None and r._timer_at is None and len(rt.timers) == 0
+    script.append([SetTimer("a", at)])
+    h.rx(1, 2, ip_packet(1, 2))
+    first = r._timer
+    assert first is not None and r._timer_at == at and not first.cancelled()
+    h.rx(1, 2, ip_packet(1, 2))  # nothing changed: the same handle
+    assert r._timer is first and not first.cancelled()
+    script.append([CancelTimer("a"), SetTimer("b", at)])  # same earliest time, another key
+    h.rx(1, 2, ip_packet(1, 2))
+    assert r._timer is first and r._timer_at == at
+    r._on_timer()  # the loop fires it (at its due time: virtual "now" is ``at``)
+    assert fired == ["b"] and r._timer is None and len(rt.timers) == 0
+    script.append([SetTimer("c", at + 1), CancelTimer("c"), SetTimer("c", at + 2)])
+    h.rx(1, 2, ip_packet(1, 2))
+    assert r._timer is not None and r._timer_at == at + 2
+    r._on_timer()
+    assert fired == ["b", "c"] and r._timer is None
 
 
 def test_counters_file_is_written_atomically(h: Harness, tmp_path: Path) -> None:
