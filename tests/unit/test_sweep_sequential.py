@@ -299,8 +299,10 @@ def test_auto_parallel_starts_from_the_cost_and_backs_off_like_aimd() -> None:
         auto.observe(_run(), host_busy=0.95)
     assert auto.limit() == start + 1
     assert auto.observe(_run(psi=0.57), host_busy=0.95) is None  # CPU pressure alone: recorded, not judged
-    assert auto.observe(_run(lag=0.9), host_busy=0.3) is not None  # warning band: one less
+    assert auto.observe(_run(lag=0.9), host_busy=0.95) is None  # under the band (1 ms): healthy
+    assert auto.observe(_run(lag=1.5), host_busy=0.3) is not None  # warning band, still valid: one less
     assert auto.limit() == start
+    assert auto.observe(_run(rlag=17.0), host_busy=0.95) is None  # sweep_capacity's valid runs: healthy
     msg = auto.observe(_run(rlag=30.0), host_busy=0.3)  # a lagging router loop: one less again
     assert msg is not None and "router loop lag" in msg and auto.limit() == start - 1
     auto._limit = start  # (back where the rest of the test expects it)
