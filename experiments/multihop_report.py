@@ -115,23 +115,25 @@ def chain_section(df: pd.DataFrame, figures: Path) -> str:
     return markdown(t)
 
 
-def _paired(df: pd.DataFrame, proto: str, seeds: set[int] | None = None) -> tuple[list[float], list[float]]:
-    """Throughput of ``proto`` and of static routes on the seeds both ran (same placement), in
-    seed order; only ``seeds`` when given."""
+def _by_seed(df: pd.DataFrame, proto: str) -> pd.DataFrame:
+    """Throughput of ``proto`` and of static routes by seed, on the seeds both ran (same
+    placement), in seed order; empty when either is missing."""
     by = df.pivot_table(index="seed", columns="protocol", values="throughput_kbps")
     if proto not in by or "static" not in by:
-        return [], []
-    both = by[[proto, "static"]].dropna().sort_index()
+        return pd.DataFrame(columns=[proto, "static"])
+    return by[[proto, "static"]].dropna().sort_index()
+
+
+def _paired(df: pd.DataFrame, proto: str, seeds: set[int] | None = None) -> tuple[list[float], list[float]]:
+    """``_by_seed`` as two lists; only ``seeds`` when given."""
+    both = _by_seed(df, proto)
     if seeds is not None:
         both = both[both.index.isin(seeds)]
     return list(both[proto]), list(both["static"])
 
 
 def _paired_seeds(df: pd.DataFrame, proto: str) -> set[int]:
-    by = df.pivot_table(index="seed", columns="protocol", values="throughput_kbps")
-    if proto not in by or "static" not in by:
-        return set()
-    return {int(s) for s in by[[proto, "static"]].dropna().index}
+    return {int(s) for s in _by_seed(df, proto).index}
 
 
 def ratio_section(df: pd.DataFrame) -> str:
