@@ -6,7 +6,9 @@ source (iperf3 3.12 supports ``--congestion``). ``max_window_pkts`` becomes ``-w
 max_window_pkts * mss``: the socket buffers on both ends, which bounds the advertised window and
 so the flight size to about that many segments (an approximation of ns-2's ``window_``). UDP
 flows are iperf3 ``-u -b <rate> -l <size>`` CBR. Each process writes its JSON straight into
-``results/.../flows/``.
+``results/.../flows/``. A TCP flow with ``transfer_bytes`` (a file transfer) uses
+testbed/xfer.py instead of iperf3, whose byte-count mode stops the receiver before a slow path
+has delivered the file; its records are parsed by ``parse_flow`` as well.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,9 +25,12 @@ from typing import Any
 
 from testbed import netns
 from testbed.station import Station
+from testbed.xfer import TransferRecord
 from topologies.scenario import Scenario, TcpFlow, UdpFlow
 
 BASE_PORT = 5201
+#: the file-transfer tool run in the stations (standard library only)
+XFER = Path(__file__).resolve().parent / "xfer.py"
 
 
 def node_label(end: int | str) -> str:
@@ -55,20 +61,52 @@ class Flow:
     def dst(self) -> int | str:
         return self.spec.dst
 
+    @property
+    def file_transfer(self) -> TcpFlow | None:
+        """The spec of a TCP flow that moves ``transfer_bytes`` (timed by testbed/xfer.py, not
+        iperf3: see there why), else None."""
+        s = self.spec
+        return s if isinstance(s, TcpFlow) and s.transfer_bytes is not None else None
+
+    def _window_bytes(self) -> int | None:
+        s = self.spec
+        return s.max_window_pkts * s.mss if isinstance(s, TcpFlow) and s.max_window_pkts is not None else None
+
+    def server_argv(self) -> list[str]:
+        if self.file_transfer is not None:
+            argv = [
+                sys.executable,
+                str(XFER),
+                "recv",
+                "--port",
+                str(self.port),
+                "--json",
+                str(self.server_json),
+            ]
+            w = self._window_bytes()
+            return argv + (["--window", str(w)] if w else [])
+        return ["iperf3", "-s", "-1", "-J", "-p", str(self.port)]
+
     def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
         s = self.spec
+        ft = self.file_transfer
+        if ft is not None:
+            argv = [sys.executable, str(XFER), "send", "--to", dst_ip, "--port", str(self.port)]
+            argv += ["--json", str(self.client_json), "--bytes", str(ft.transfer_bytes), "--mss", str(ft.mss)]
+            if ft.cc:
+                argv += ["--cc", self.cc_name or ft.cc]
+            w = self._window_bytes()
+            return argv + (["--window", str(w)] if w else [])
         argv = ["iperf3", "-c", dst_ip, "-p", str(self.port), "-J"]
-        if isinstance(s, TcpFlow) and s.transfer_bytes is not None:
-            argv += ["-n", str(s.transfer_bytes)]
-        else:
-            dur = s.duration_s if s.duration_s is not None else default_duration_s
-            argv += ["-t", f"{max(1, round(dur))}"]
+        dur = s.duration_s if s.duration_s is not None else default_duration_s
+        argv += ["-t", f"{max(1, round(dur))}"]
         if isinstance(s, TcpFlow):
             if s.cc:
                 argv += ["-C", self.cc_name or s.cc]
             argv += ["-M", str(s.mss)]
-            if s.max_window_pkts is not None:
-                argv += ["-w", str(s.max_window_pkts * s.mss)]
+            w = self._window_bytes()
+            if w is not None:
+                argv += ["-w", str(w)]
         else:
             argv += ["-u", "-b", str(int(s.rate_bps)), "-l", str(s.size_bytes)]
         return argv
@@ -120,8 +158,8 @@ def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], time
     for fl in flows:
         out = open(fl.server_json, "wb")
         fl.server = stations[fl.dst].popen(
-            ["iperf3", "-s", "-1", "-J", "-p", str(fl.port)],
-            role=f"iperf3-server:{fl.id}",
+            fl.server_argv(),
+            role=f"{'xfer' if fl.file_transfer else 'iperf3'}-server:{fl.id}",
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -147,7 +185,7 @@ def start_client(
     out = open(fl.client_json, "wb")
     fl.client = stations[fl.src].popen(
         fl.client_argv(stations[fl.dst].ip, default_duration_s),
-        role=f"iperf3-client:{fl.id}",
+        role=f"{'xfer' if fl.file_transfer else 'iperf3'}-client:{fl.id}",
         stdout=out,
         stderr=subprocess.STDOUT,
     )
@@ -215,6 +253,10 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     it) keeps its numbers and is flagged ``interrupted``; ``error`` is set only when there is no
     receiver data at all.
     """
+    if fl.file_transfer is not None:
+        return parse_transfer(
+            fl.file_transfer, TransferRecord.load(fl.client_json), TransferRecord.load(fl.server_json)
+        )
     client, server = load_json(fl.client_json), load_json(fl.server_json)
     res: dict[str, Any] = {
         "throughput_bps": None,
@@ -227,12 +269,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     res["interrupted"] = any("interrupt" in e for e in errors)
     s = fl.spec
     window = float(s.duration_s) if s.duration_s is not None else 0.0
-    file_transfer = isinstance(s, TcpFlow) and s.transfer_bytes is not None
-    got, found = _bytes_in_window(server or {}, window) if window > 0 and not file_transfer else (0, False)
-    if file_transfer:
-        recv_end = (server or {}).get("end", {}).get("sum_received") or {}
-        if recv_end and not res["interrupted"]:
-            res["transfer_time_s"] = float(recv_end.get("seconds", 0.0))
+    got, found = _bytes_in_window(server or {}, window) if window > 0 else (0, False)
     if found:
         res["bytes_received"] = got
         res["throughput_bps"] = 8.0 * got / window
@@ -243,7 +280,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
         if recv:
             res["throughput_bps"] = float(recv.get("bits_per_second") or 0.0)
             res["bytes_received"] = int(recv.get("bytes") or 0)
-        elif server is not None and window > 0 and not file_transfer:
+        elif server is not None and window > 0:
             # the receiver ran but no data reached it in the flow's time (e.g. no route ever
             # found in a partitioned topology): a measured zero, not a failure of the tool
             res["bytes_received"] = 0
@@ -258,4 +295,41 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
         res["lost_percent"] = rsum.get("lost_percent")
     if res["throughput_bps"] is None:
         res["error"] = "; ".join(errors) if errors else "no iperf3 receiver output"
+    return res
+
+
+def parse_transfer(
+    spec: TcpFlow, sender: TransferRecord | None, receiver: TransferRecord | None
+) -> dict[str, Any]:
+    """A file transfer's row (testbed/xfer.py records): ``transfer_time_s`` from the sender's
+    connect to the receiver's EOF, only when the receiver got every byte; throughput over that
+    time, or over the receiver's time so far when the run stopped it (``interrupted``)."""
+    res: dict[str, Any] = {
+        "throughput_bps": None,
+        "retransmits": sender.retransmits if sender else None,
+        "bytes_received": receiver.bytes if receiver else None,
+        "interrupted": False,
+        "error": None,
+    }
+    errors = [r.error for r in (sender, receiver) if r is not None and r.error]
+    res["interrupted"] = any("interrupted" in e for e in errors)
+    if receiver is None:
+        res["error"] = "; ".join(errors) if errors else "no transfer receiver output"
+        return res
+    start = sender.start_mono_s if sender and sender.start_mono_s is not None else receiver.start_mono_s
+    whole = receiver.complete and receiver.bytes >= (spec.transfer_bytes or 0)
+    if whole and start is not None and receiver.end_mono_s is not None:
+        t = receiver.end_mono_s - start
+        res["transfer_time_s"] = t
+        res["throughput_bps"] = 8.0 * receiver.bytes / t if t > 0 else None
+    elif receiver.start_mono_s is None:
+        res["throughput_bps"] = 0.0  # never connected (no route in the run's time): a measured zero
+        res["no_data"] = True
+    else:
+        t = (receiver.end_mono_s or receiver.start_mono_s) - (
+            start if start is not None else receiver.start_mono_s
+        )
+        res["throughput_bps"] = 8.0 * receiver.bytes / t if t > 0 else 0.0
+        if not res["interrupted"] and receiver.complete:
+            res["error"] = f"the connection closed after {receiver.bytes} of {spec.transfer_bytes} bytes"
     return res

@@ -240,22 +240,12 @@ class _Checker:
                 if ev.a == ev.b:
                     self.add(f"{path}.b", f"a link needs two stations, both are {ev.a}")
         self.check_id_list("capture.stations", self.sc.capture.stations)
-        p2p = self.sc.p2p
-        if p2p is not None and "hops" in p2p:
-            hops = p2p["hops"]
-            if not isinstance(hops, list):
-                self.add("p2p.hops", "expected a list of [a, b] station pairs")
-                return
-            for i, hop in enumerate(hops):
-                if (
-                    not isinstance(hop, list | tuple)
-                    or len(hop) != 2
-                    or not all(isinstance(s, int) and not isinstance(s, bool) for s in hop)
-                ):
-                    self.add(f"p2p.hops[{i}]", f"expected a pair of station ids, got {hop!r}")
-                    continue
-                self.station(f"p2p.hops[{i}][0]", hop[0])
-                self.station(f"p2p.hops[{i}][1]", hop[1])
+        if self.sc.p2p is not None:
+            for i, (a, b) in enumerate(self.sc.p2p.hops):
+                self.station(f"p2p.hops[{i}][0]", a)
+                self.station(f"p2p.hops[{i}][1]", b)
+                if a == b:
+                    self.add(f"p2p.hops[{i}]", f"a hop needs two stations, both are {a}")
 
     def check_static_reachability(self) -> None:
         """Under the static protocol every flow must have a loop-free path (and one back for TCP)."""

@@ -308,6 +308,42 @@ class SetLinkEvent(_Model):
 Event = Annotated[PartitionEvent | MoveEvent | SetLinkEvent, Field(discriminator="op")]
 
 
+class P2pLinkProps(_Model):
+    """One point-to-point hop's properties (the medium's ``P2pProps``, docs/medium.md "p2p")."""
+
+    #: serialisation rate, bit/s
+    rate_bps: PositiveNum
+    #: one-way delay drawn uniformly per frame from [min, max], ms
+    delay_ms: tuple[NonNegNum, NonNegNum] = (0.0, 0.0)
+    #: bit error rate; a frame of n bytes is lost with probability 1 - (1 - ber)^(8 n)
+    ber: Probability = 0.0
+    #: fixed loss probability per frame
+    loss: Probability = 0.0
+    #: probability that a frame is held back ``reorder_delay_ms`` so later ones overtake it
+    reorder_prob: Probability = 0.0
+    reorder_delay_ms: NonNegNum = 0.0
+    #: per-link header bytes added to each payload on the wire
+    overhead_bytes: Annotated[StrictInt, Field(ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _delay_range(self) -> P2pLinkProps:
+        if self.delay_ms[0] > self.delay_ms[1]:
+            raise ValueError(f"delay_ms: min {self.delay_ms[0]} is above max {self.delay_ms[1]}")
+        return self
+
+
+class P2p(P2pLinkProps):
+    """Point-to-point link mode (ATCP's testbed) instead of the radio: every hop a link with the
+    same properties. The medium gets one ``links`` entry per hop (testbed/medium.py)."""
+
+    hops: Annotated[list[tuple[StationId, StationId]], Field(min_length=1)]
+
+    def medium_config(self) -> dict[str, object]:
+        """The medium's ``p2p`` section: ``{"links": [{a, b, rate_bps, ...}, ...]}``."""
+        props = self.model_dump(mode="json", exclude={"hops"})
+        return {"links": [{"a": a, "b": b, **props} for a, b in self.hops]}
+
+
 class Capture(_Model):
     pcap: StrictBool = False
     stations: list[StationId] | None = None  # default: every station
@@ -335,7 +371,7 @@ class ScenarioFields(_Model):
     links: list[Link] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     capture: Capture = Field(default_factory=Capture)
-    p2p: dict[str, Any] | None = None
+    p2p: P2p | None = None
     #: hosts and switches on Open vSwitch, and the gateway station (topologies/wired.py)
     wired: Wired | None = None
 

@@ -134,7 +134,30 @@ def test_grid_routes_do_not_use_diagonals() -> None:
 def test_p2p_routes_follow_the_hops() -> None:
     sc = load_scenario(TOPOLOGIES / "liu2001-atcp.yaml")
     assert sc.static_routes()[1] == {2: 2, 3: 2, 4: 2, 5: 2}
-    assert sc.p2p is not None and sc.p2p["rate_bps"] == 32000
+    assert sc.p2p is not None and sc.p2p.rate_bps == 32000
+
+
+def test_p2p_becomes_one_medium_link_per_hop() -> None:
+    sc = load_scenario(TOPOLOGIES / "liu2001-atcp.yaml")
+    assert sc.p2p is not None
+    links = sc.p2p.medium_config()["links"]
+    assert isinstance(links, list) and [(lk["a"], lk["b"]) for lk in links] == [
+        (1, 2),
+        (2, 3),
+        (3, 4),
+        (4, 5),
+    ]
+    assert links[2] == {
+        "a": 3,
+        "b": 4,
+        "rate_bps": 32000.0,
+        "delay_ms": [0.0, 20.0],
+        "ber": 1e-5,
+        "loss": 0.0,
+        "reorder_prob": 0.0,
+        "reorder_delay_ms": 0.0,
+        "overhead_bytes": 0,
+    }
 
 
 def test_defaults_fill_flow_cc_and_duration(tmp_path: Path) -> None:
@@ -252,7 +275,31 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "does not list",
     ),
     ("explicit route loop", {"routing.routes": {1: {5: 2}, 2: {5: 1}}}, "traffic.tcp[0]", "loop"),
-    ("p2p hop station", {"p2p": {"hops": [[1, 2], [2, 9]]}}, "p2p.hops[1][1]", "station 9 does not exist"),
+    (
+        "p2p hop station",
+        {"p2p": {"hops": [[1, 2], [2, 9]], "rate_bps": 32000}},
+        "p2p.hops[1][1]",
+        "station 9 does not exist",
+    ),
+    (
+        "p2p hop to itself",
+        {"p2p": {"hops": [[1, 2], [2, 2]], "rate_bps": 32000}},
+        "p2p.hops[1]",
+        "both are 2",
+    ),
+    ("p2p without a rate", {"p2p": {"hops": [[1, 2]]}}, "p2p.rate_bps", "required"),
+    (
+        "p2p delay range upside down",
+        {"p2p": {"hops": [[1, 2]], "rate_bps": 32000, "delay_ms": [20, 0]}},
+        "p2p",
+        "min 20.0 is above max 0.0",
+    ),
+    (
+        "p2p unknown field",
+        {"p2p": {"hops": [[1, 2]], "rate_bps": 32000, "bandwidth": 1}},
+        "p2p.bandwidth",
+        "unknown key",
+    ),
 ]
 
 
