@@ -43,6 +43,33 @@ def cpu_time_ns(pid: int) -> int | None:
         return None
 
 
+ROUTER_NICE_DEFAULT = -10
+"""Nice value of a run's routers (setpriority(2)). The medium already runs SCHED_FIFO
+(testbed/medium.py); the routers are many CFS processes whose event loops must wake on time. In
+sweeps at ``--parallel auto`` whole runs went invalid together (every router of a run at loop lag
+p99 >= 100 ms, max 200-400 ms, docs/benchmarks.md "Sweep capacity") while other runs started up
+or wrote their results: at -10 a router outweighs a nice-0 process about 9:1 (CFS weights 9548
+and 1024), so set-up, post-processing and other jobs no longer stall live routers; routers of
+concurrent runs share alike. Override with MANET_ROUTER_NICE (0: leave them as they are)."""
+
+
+def router_nice() -> int:
+    """The nice value for routers: ``MANET_ROUTER_NICE`` or ROUTER_NICE_DEFAULT."""
+    return int(os.environ.get("MANET_ROUTER_NICE", ROUTER_NICE_DEFAULT))
+
+
+def renice(pids: list[int], nice: int) -> list[int]:
+    """Set ``nice`` on each pid (processes, not their later children); the pids that failed
+    (gone, or not permitted) are returned, so that the caller can say so."""
+    failed = []
+    for pid in pids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, nice)
+        except OSError:
+            failed.append(pid)
+    return failed
+
+
 def is_same(pid: int, started: int | None) -> bool:
     """True when ``pid`` is alive, not a zombie, and started at ``started``."""
     st = start_time(pid)

@@ -453,6 +453,12 @@ class Testbed:
         )
         for sid, pid, _ in reply["pids"]:
             self.stations[sid].router_pid = pid
+        nice = procs.router_nice()
+        if nice != 0:
+            failed = procs.renice([pid for _, pid, _ in reply["pids"]], nice)
+            if failed:
+                self._log(f"could not set nice {nice} on routers {failed} (not root?)")
+            res.summary["router_nice"] = nice
         self._wait_routers()
         if self.wired is not None:
             self.wired.start_gateway()

@@ -80,6 +80,10 @@ def test_chain_tcp_throughput_does_not_grow_with_hops(tmp_path: Path) -> None:
         assert set(tb.stations) == {1, 2, 3, 4, 5}
         assert tb.sta1.cmd("cat /proc/sys/net/ipv4/tcp_congestion_control").stdout.strip() == "reno"
         assert tb.sta3.cmd("ip -o link show tun0").ok
+        # routers run at the nice that keeps their loops on time beside other runs (procs.py)
+        for sid, st in tb.stations.items():
+            assert st.router_pid is not None
+            assert os.getpriority(os.PRIO_PROCESS, st.router_pid) == procs.router_nice(), f"sta{sid}"
         ping = tb.sta1.cmd(f"ping -c 3 -i 0.3 -W 3 {tb.sta5.ip}", timeout=30)
         assert ping.rc == 0, ping.stdout + ping.stderr
         thr = {}
