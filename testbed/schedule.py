@@ -63,9 +63,16 @@ class FlowSchedule:
         res.summary["flows"] = [flow_summary(fl) for fl in self.flows]
         res.save_summary()
 
+    @property
+    def files_only(self) -> bool:
+        """Every flow is a file transfer: the run's duration is then only a time limit
+        (docs/scenarios.md), and the run ends when the last file has arrived or failed."""
+        return bool(self.flows) and all(fl.file_transfer is not None for fl in self.flows)
+
     def run(self, end_s: float, on_start: Callable[[], None] | None = None) -> None:
-        """Start each client at its time, collect each flow as it ends, until run time ``end_s``;
-        then wait ``GRACE_S`` for the clients still finishing and stop the rest (and every server).
+        """Start each client at its time, collect each flow as it ends, until run time ``end_s``
+        (or, when every flow is a file transfer, until the last one has ended); then wait
+        ``GRACE_S`` for the clients still finishing and stop the rest (and every server).
         ``on_start`` is called after each client starts."""
         pending = sorted(self.flows, key=lambda f: f.spec.start_s)
         running: list[traffic.Flow] = []
@@ -80,6 +87,9 @@ class FlowSchedule:
                 self.log(f"t={now:6.2f}s start {fl.id} {node_label(fl.src)} -> {node_label(fl.dst)}")
             self._collect(running)
             if now >= end_s and not pending:
+                break
+            if self.files_only and not pending and not running:
+                self.log(f"t={now:6.2f}s every file transfer has ended: the run ends before its limit")
                 break
             time.sleep(POLL_S)
         # grace for clients still finishing their last exchange
