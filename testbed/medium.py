@@ -57,7 +57,7 @@ def medium_config(
         ],
         "links": [link.model_dump(mode="json") for link in scenario.links],
         "events": [ev.model_dump(mode="json") for ev in scenario.events],
-        "p2p": scenario.p2p,
+        "p2p": None if scenario.p2p is None else scenario.p2p.medium_config(),
     }
 
 

@@ -64,10 +64,10 @@ def neighbours(scenario: ScenarioFields, seed: int | None = None) -> dict[int, l
     """Who reaches whom at t = 0: p2p hops if given, else distance <= nominal range."""
     ids = scenario.station_ids
     adj: dict[int, list[int]] = {i: [] for i in ids}
-    if scenario.p2p is not None and "hops" in scenario.p2p:
-        for a, b in scenario.p2p["hops"]:
-            adj[int(a)].append(int(b))
-            adj[int(b)].append(int(a))
+    if scenario.p2p is not None:
+        for a, b in scenario.p2p.hops:
+            adj[a].append(b)
+            adj[b].append(a)
     else:
         pos = initial_positions(scenario, seed)
         r = scenario.nominal_range_m()
