@@ -17,6 +17,8 @@ from nodes.core.hooks import PacketDropped
 from nodes.core.icmp import IcmpParams, RateLimit, UnreachableSender, no_error_because
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import DEFAULT_FAIL_NS, SimNetwork, default_airtime_ns
+from nodes.protocols.aodv.protocol import AodvRouting
+from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.static import StaticRouting
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import AgentParams, EndpointAgent, TcpUnreachable
@@ -199,3 +201,48 @@ def test_the_endpoint_agent_gets_the_real_icmp_as_tcp_unreachable() -> None:
     )
     # not consumed by a subscriber that returns nothing: the kernel gets it too
     assert [IP(p)[ICMP].code for _, p in net.nodes[1].delivered] == [1]
+
+
+# ---------------------------------------------------------------- AODV and DSR
+
+
+def _net(core: type[AodvRouting] | type[DsrRouting], n: int) -> SimNetwork:
+    def make(ctx: NodeContext) -> AodvRouting | DsrRouting:
+        proto = core(ctx)
+        icmp.attach(ctx, proto, IcmpParams(unreachable=True))
+        return proto
+
+    return SimNetwork.chain(n, make)
+
+
+def test_aodv_discovery_that_finds_no_route_tells_the_local_sender() -> None:
+    # RFC 3561 6.3: after RREQ_RETRIES "all data packets destined for the corresponding
+    # destination SHOULD be dropped from the buffer and a Destination Unreachable message SHOULD
+    # be delivered to the application"
+    net = _net(AodvRouting, 3)
+    net.link_down(2, 3)
+    seg = tcp_segment(dst=station_ip_bytes(3))
+    net.inject(1, seg)
+    net.run_for(30 * NS_PER_S)
+    ((_, got),) = net.nodes[1].delivered
+    d = IP(got)
+    assert (d.src, d.dst, d[ICMP].type, d[ICMP].code) == ("10.0.0.1", "10.0.0.1", 3, 1)
+    assert bytes(d[ICMP].payload) == seg[:28]
+    assert net.nodes[1].ctx.counters.drops["no_route"] == 1
+
+
+def test_dsr_quotes_the_datagram_without_its_options_header() -> None:
+    net = _net(DsrRouting, 4)
+    seg = tcp_segment(dst=station_ip_bytes(4))
+    net.inject(1, seg)
+    net.run_for(2 * NS_PER_S)
+    assert [p[20:] for _, p in net.nodes[4].delivered] == [seg[20:]]  # the route is known
+    net.link_down(3, 4)
+    seg2 = tcp_segment(dst=station_ip_bytes(4), seq=2000, ip_id=8)
+    net.inject(1, seg2)
+    net.run_for(30 * NS_PER_S)
+    icmps = [IP(p) for _, p in net.nodes[1].delivered if IP(p).proto == 1]
+    assert icmps, net.nodes[3].ctx.counters.drops
+    d = icmps[0]
+    assert (d[ICMP].type, d[ICMP].code) == (3, 1)
+    assert d[IPerror].proto == 6 and d[TCPerror].seq == 2000  # not DSR's header: the TCP segment
