@@ -161,3 +161,35 @@ def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
     claim = PAPERS["yu2004"].claims[0]
     res = evaluate(claim, [])
     assert res.pairs == 0 and res.verdict == "-" and "no matching" in res.note
+
+
+def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """make reproduce PAPER=liu2001: the three sweeps in turn, each with what is left of the
+    budget, each followed by its report; a sweep name runs that sweep only."""
+    from experiments import reproduce
+
+    calls: list[tuple[str, list[str]]] = []
+    clock = iter([0.0, 0.0, 1000.0, 3599.5])  # the start, then before each sweep
+
+    def fake_sweep(argv: list[str]) -> int:
+        calls.append(("sweep", argv))
+        return 1 if "liu2001-congestion" in argv[0] else 0  # runs not complete: go on
+
+    monkeypatch.setattr(reproduce.sweep, "main", fake_sweep)
+    monkeypatch.setattr(reproduce.compare, "main", lambda argv: calls.append(("compare", argv)) or 0)
+    monkeypatch.setattr(reproduce.time, "monotonic", lambda: next(clock))
+    assert reproduce.main(["liu2001", "--budget", "1h"]) == 1
+    assert [(k, a[0]) for k, a in calls] == [
+        ("sweep", "experiments/sweeps/liu2001.yaml"),
+        ("compare", "liu2001"),
+        ("sweep", "experiments/sweeps/liu2001-congestion.yaml"),
+        ("compare", "liu2001-congestion"),
+        ("compare", "liu2001-partition"),  # 0.5 s left: not started, its report still written
+    ]
+    assert calls[0][1][-2:] == ["--budget", "3600s"] and calls[2][1][-2:] == ["--budget", "2600s"]
+    calls.clear()
+    assert reproduce.main(["yu2004-100"]) == 0
+    assert [(k, a[0]) for k, a in calls] == [
+        ("sweep", "experiments/sweeps/yu2004-100.yaml"),
+        ("compare", "yu2004-100"),
+    ]
