@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from nodes.core.icmp import IcmpParams
 from nodes.core.ipip import WiredRoute
 from nodes.router.config import (
     ConfigError,
@@ -41,6 +42,7 @@ def test_round_trip_through_json() -> None:
         ifq_len=20, promiscuous=True, mirror=MirrorConfig("off", 5180, 12), trace="on", fastpath="off",
         tcpctl=TcpctlConfig(bpf=False, control_socket="/s.sock"),
         wired=WiredRoute(ipaddress.IPv4Network("10.1.0.0/24"), 2), log_level="debug",
+        icmp=IcmpParams(unreachable=True, ratelimit_ms=0, ratelimit_burst=2, ttl=32, reasons=("no_route",)),
         welcome_timeout_s=5.0, counters_interval_s=0.5, lag_probe_interval_s=0.0,
     )
     data = json.loads(json.dumps(c.to_json()))
@@ -97,6 +99,10 @@ def test_short_forms_of_trace_fastpath_tcpctl_and_extensions() -> None:
         ({"wired": {"subnet": "10.1.0.0/24", "gateway": True}}, "wired.gateway: expected an int"),
         ({"wired": {"subnet": "10.1.0.0/33", "gateway": 2}}, "wired.subnet: not an IPv4 network"),
         ({"log_level": "LOUD"}, "log_level: must be one of"),
+        ({"icmp": {"unreachable": 1}}, "icmp.unreachable: expected true or false"),
+        ({"icmp": {"rate": 5}}, "icmp: unknown key(s) ['rate']"),
+        ({"icmp": {"ratelimit_burst": 0}}, "icmp: ratelimit_ms must be >= 0 and ratelimit_burst >= 1"),
+        ({"icmp": {"reasons": "link_failure"}}, "icmp.reasons: expected a list of drop reasons"),
     ],
 )
 def test_bad_config_names_the_field(change: dict[str, Any], message: str) -> None:
