@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,30 @@ def test_parse_flow_receiver_without_data_is_a_measured_zero(tmp_path: Path) -> 
     res = traffic.parse_flow(fl)
     assert res["throughput_bps"] == 0.0 and res["bytes_received"] == 0
     assert res["error"] is None
+
+
+def test_a_file_transfer_sends_a_margin_and_times_the_receivers_whole_file(tmp_path: Path) -> None:
+    """iperf3 -n ends the test when the sender has written its bytes, so the flow sends a margin
+    more and the file's time is when the receiver's count reached the file's size."""
+    sc = load_scenario(CHAIN5, {"traffic.tcp[0].transfer_bytes": 100_000})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    argv = fl.client_argv("10.0.0.5", 30)
+    assert argv[argv.index("-n") + 1] == str(100_000 + 65_536) and "-t" not in argv
+    assert traffic.file_send_bytes(1_000_000) == 1_250_000
+    # 30 kB a second: the 100 000th byte arrives 1/3 into the fourth second
+    fl.server_json.write_text(json.dumps({"intervals": _intervals(30_000, 30_000, 30_000, 30_000, 30_000)}))
+    fl.client_json.write_text(json.dumps({"end": {"sum_sent": {"retransmits": 0}}}))
+    res = traffic.parse_flow(fl)
+    assert res["file_delivered"] is True
+    assert res["transfer_time_s"] == pytest.approx(3 + 10_000 / 30_000)
+    # the run ended first: no transfer time, and the aggregate counts the flow as failed
+    fl.server_json.write_text(json.dumps({"intervals": _intervals(30_000, 30_000), "error": "interrupt"}))
+    res = traffic.parse_flow(fl)
+    assert res["file_delivered"] is False and "transfer_time_s" not in res
+    from experiments.aggregate import run_metrics
+
+    m, _ = run_metrics({"flows": [{"proto": "tcp", "src": 1, **res}]})
+    assert math.isnan(m["transfer_time_s"]) and m["flows_failed"] == 1.0
+    ok = {"proto": "tcp", "src": 1, "throughput_bps": 8e4, "bytes_received": 150_000}
+    m, _ = run_metrics({"flows": [{**ok, "file_delivered": True, "transfer_time_s": 3.3}]})
+    assert m["transfer_time_s"] == 3.3  # not bytes x 8 / throughput (15 s): the margin is not the file
