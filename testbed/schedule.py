@@ -2,9 +2,7 @@
 
 ``Testbed.run`` (testbed/run.py) hands the flows to a ``FlowSchedule``: one iperf3 server per
 flow first (``testbed.traffic``), then each client at its ``start_s`` of run time, until the end
-of the run plus a short grace for a client finishing its last exchange; a run whose flows are all
-file transfers (``transfer_bytes``) ends when the last of them is done (``files_done_s`` in
-``summary.json``): the scenario's ``duration_s`` is then only their time limit. Each flow's row in
+of the run plus a short grace for a client finishing its last exchange. Each flow's row in
 ``summary.json`` (``flows[]``) is written when the run starts and completed as the flow
 finishes (docs/orchestrator.md).
 """
@@ -20,7 +18,6 @@ from testbed import traffic
 from testbed.results import Results
 from testbed.station import Station
 from testbed.traffic import node_label
-from topologies.scenario import TcpFlow
 
 #: Seconds the schedule waits after the end of the run for clients still finishing.
 GRACE_S = 5.0
@@ -72,9 +69,6 @@ class FlowSchedule:
         ``on_start`` is called after each client starts."""
         pending = sorted(self.flows, key=lambda f: f.spec.start_s)
         running: list[traffic.Flow] = []
-        files_only = bool(self.flows) and all(
-            isinstance(f.spec, TcpFlow) and f.spec.transfer_bytes is not None for f in self.flows
-        )
         while True:
             now = self.now_s()
             while pending and pending[0].spec.start_s <= now:
@@ -86,11 +80,6 @@ class FlowSchedule:
                 self.log(f"t={now:6.2f}s start {fl.id} {node_label(fl.src)} -> {node_label(fl.dst)}")
             self._collect(running)
             if now >= end_s and not pending:
-                break
-            if files_only and not pending and not running:
-                # every file was sent (and, with the margin, received: traffic.FILE_MARGIN_FRACTION)
-                self.results.summary["files_done_s"] = round(now, 3)
-                self.log(f"t={now:6.2f}s every file transfer is done: the run ends")
                 break
             time.sleep(POLL_S)
         # grace for clients still finishing their last exchange
