@@ -5,8 +5,8 @@ TCP flow ``i``: ``iperf3 -s -1 -J -p 5201+i`` in the destination, then at ``star
 source (iperf3 3.12 supports ``--congestion``). ``max_window_pkts`` becomes ``-w
 max_window_pkts * mss``: the socket buffers on both ends, which bounds the advertised window and
 so the flight size to about that many segments (an approximation of ns-2's ``window_``). UDP
-flows are iperf3 ``-u -b <rate> -l <size>`` CBR. A file transfer (``transfer_bytes``) is ``-n``
-the file plus a margin, timed at the receiver (``FILE_MARGIN_FRACTION``). Each process writes its
+flows are iperf3 ``-u -b <rate> -l <size>`` CBR. A file transfer (``transfer_bytes``) sends for
+its time limit too and is timed at the receiver (``receiver_crossing_s``). Each process writes its
 JSON straight into ``results/.../flows/``.
 """
 
@@ -26,15 +26,6 @@ from testbed.station import Station
 from topologies.scenario import Scenario, TcpFlow, UdpFlow
 
 BASE_PORT = 5201
-FILE_MARGIN_FRACTION = 0.25
-"""A file transfer (``transfer_bytes``: Liu & Singh's "1 MB file") sends this share more than the
-file. iperf3 ``-n`` ends the test as soon as the *sender* has written its bytes (the server then
-closes the data socket): what still sits in the sender's socket buffer or in flight never arrives
-(measured: 57 of 100 kB delivered when the test ended), and the test's time is the sender's. With a
-margin sent beyond the file, the file's transfer time is when the receiver's byte count reaches the
-file's size (``transfer_time_s``, from the server's per-second intervals, linear within one)."""
-FILE_MARGIN_MIN_BYTES = 64 * 1024
-"""... and at least this many bytes more (a small file's socket buffer can hold most of it)."""
 
 
 def node_label(end: int | str) -> str:
@@ -68,11 +59,9 @@ class Flow:
     def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
         s = self.spec
         argv = ["iperf3", "-c", dst_ip, "-p", str(self.port), "-J"]
-        if isinstance(s, TcpFlow) and s.transfer_bytes is not None:
-            argv += ["-n", str(file_send_bytes(s.transfer_bytes))]
-        else:
-            dur = s.duration_s if s.duration_s is not None else default_duration_s
-            argv += ["-t", f"{max(1, round(dur))}"]
+        # a file transfer too (receiver_crossing_s): its duration_s is the time limit
+        dur = s.duration_s if s.duration_s is not None else default_duration_s
+        argv += ["-t", f"{max(1, round(dur))}"]
         if isinstance(s, TcpFlow):
             if s.cc:
                 argv += ["-C", self.cc_name or s.cc]
@@ -217,14 +206,18 @@ def _bytes_in_window(server: dict[str, Any], window_s: float) -> tuple[int, bool
     return total, found
 
 
-def file_send_bytes(transfer_bytes: int) -> int:
-    """What iperf3 sends for a file of ``transfer_bytes`` (see ``FILE_MARGIN_FRACTION``)."""
-    return transfer_bytes + max(FILE_MARGIN_MIN_BYTES, round(transfer_bytes * FILE_MARGIN_FRACTION))
-
-
 def receiver_crossing_s(server: Mapping[str, Any], n_bytes: int) -> float | None:
     """Seconds from the test's start until the receiver had ``n_bytes`` (linear within the
-    interval that crossed it), from iperf3's server intervals; None if it never had them."""
+    interval that crossed it), from iperf3's server intervals; None if it never had them.
+
+    A file transfer (``transfer_bytes``: Liu & Singh's "1 MB file") is not ``iperf3 -n``: that ends
+    the test as soon as the *sender* has written its bytes (the server then closes the data socket),
+    so what still sits in the sender's socket buffer never arrives (measured in 100 kB Liu runs: 57 kB
+    delivered with TCP, 45 kB with ATCP; the kernel's autotuned send buffer held up to 300 kB, so no
+    fixed margin is safe) and the test's time is the sender's. The sender sends for the flow's time
+    limit (``-t``) instead, and the file's transfer time is when the receiver's byte count reached
+    ``transfer_bytes`` (``receiver_crossing_s``, from the server's per-second intervals).
+    """
     total = 0
     for iv in server.get("intervals") or []:
         sm = iv.get("sum") or {}
@@ -259,7 +252,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     file_transfer = isinstance(s, TcpFlow) and s.transfer_bytes is not None
     got, found = _bytes_in_window(server or {}, window) if window > 0 and not file_transfer else (0, False)
     if file_transfer:
-        # the file's transfer time: when the receiver had the whole file (FILE_MARGIN_FRACTION);
+        # the file's transfer time: when the receiver had the whole file (receiver_crossing_s);
         # None (``file_delivered`` false) if it never had it in the run
         assert isinstance(s, TcpFlow) and s.transfer_bytes is not None
         t = receiver_crossing_s(server or {}, s.transfer_bytes)
