@@ -26,6 +26,8 @@ from testbed.station import Station
 from topologies.scenario import Scenario, TcpFlow, UdpFlow
 
 BASE_PORT = 5201
+RCV_TIMEOUT_MIN_MS = 120_000
+"""iperf3's default ``--rcv-timeout`` (ms): a server never waits less for data than that."""
 
 
 def node_label(end: int | str) -> str:
@@ -55,6 +57,15 @@ class Flow:
     @property
     def dst(self) -> int | str:
         return self.spec.dst
+
+    def server_argv(self) -> list[str]:
+        """``iperf3 -s -1 -J -p <port>``; a TCP receiver waits for data as long as the flow may
+        last (``--rcv-timeout``; iperf3's own 120 s would end the test in a long outage, e.g. a
+        Liu partition with the sender's persist probes 60-120 s apart)."""
+        argv = ["iperf3", "-s", "-1", "-J", "-p", str(self.port)]
+        if self.proto == "tcp" and self.spec.duration_s is not None:
+            argv += ["--rcv-timeout", str(max(RCV_TIMEOUT_MIN_MS, round(self.spec.duration_s * 1000)))]
+        return argv
 
     def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
         s = self.spec
@@ -119,7 +130,7 @@ def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], time
     for fl in flows:
         out = open(fl.server_json, "wb")
         fl.server = stations[fl.dst].popen(
-            ["iperf3", "-s", "-1", "-J", "-p", str(fl.port)],
+            fl.server_argv(),
             role=f"iperf3-server:{fl.id}",
             stdout=out,
             stderr=subprocess.STDOUT,

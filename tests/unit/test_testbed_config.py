@@ -265,3 +265,14 @@ def test_a_file_transfer_is_timed_when_the_receiver_has_the_whole_file(tmp_path:
     ok = {"proto": "tcp", "src": 1, "throughput_bps": 8e4, "bytes_received": 150_000}
     m, _ = run_metrics({"flows": [{**ok, "file_delivered": True, "transfer_time_s": 3.3}]})
     assert m["transfer_time_s"] == 3.3  # not bytes x 8 / throughput (15 s): the margin is not the file
+
+
+def test_a_tcp_receiver_waits_for_data_as_long_as_the_flow_may_last(tmp_path: Path) -> None:
+    """iperf3's server ends a test after 120 s without data: a long outage (a Liu partition and
+    the persist probes after it) is a stall to measure, not the end of the flow."""
+    sc = load_scenario(CHAIN5, {"duration_s": 400, "traffic.tcp[0].duration_s": 390})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    assert fl.server_argv() == ["iperf3", "-s", "-1", "-J", "-p", "5201", "--rcv-timeout", "390000"]
+    sc = load_scenario(CHAIN5, {"traffic.tcp[0].duration_s": 10})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    assert fl.server_argv()[-1] == "120000"  # never below iperf3's own
