@@ -65,8 +65,7 @@ bench: medium $(FASTPATH) | $(NEED_PY)
 reproduce: medium $(FASTPATH) | $(NEED_PY)
 	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=<name> [BUDGET=2h]; papers: $$(ls experiments/sweeps | grep -v -e small -e mini -e smoke | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
 	@test -f experiments/sweeps/$(PAPER).yaml || { echo "error: experiments/sweeps/$(PAPER).yaml: no such sweep"; exit 2; }
-	$(PY) -m experiments.sweep experiments/sweeps/$(PAPER).yaml --parallel auto $(if $(BUDGET),--budget $(BUDGET)) || test $$? -eq 1
-	$(PY) -m experiments.compare $(PAPER) --quiet
+	$(PY) -m experiments.reproduce $(PAPER) $(if $(BUDGET),--budget $(BUDGET)) || test $$? -eq 1
 
 clean: | $(NEED_PY)
 	$(PY) -m testbed.clean

@@ -14,8 +14,10 @@ A file is rewritten only when its content changes (so ``collect.yml`` can tell a
 
 Metrics (``METRICS``): TCP timeouts come from the source station's ``TcpExtTCPTimeouts`` (nstat),
 counted once per source station; ``rto_per_100_pkts`` divides them by the packets delivered
-(bytes received / MSS), Klemm 2004's metric; ``transfer_time_s`` is bytes received x 8 /
-throughput of the slowest flow (Liu 2001's file transfer time when flows send a fixed size).
+(bytes received / MSS), Klemm 2004's metric; ``transfer_time_s`` is, for flows that send a file
+(``transfer_bytes``, Liu 2001's file transfer time), when the slowest receiver had its whole file
+(testbed/xfer.py, to the receiver's end of file; NaN and a failed flow if one never had it), and
+otherwise bytes received x 8 / throughput of the slowest flow.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ METRICS: Final[dict[str, str]] = {
     "routing_packets": "routing packets sent and forwarded, all stations",
     "bytes_received_total": "bytes received by the TCP sinks",
     "rto_per_100_pkts": "TCP timeouts per 100 delivered packets",
-    "transfer_time_s": "time to deliver what the slowest flow delivered, s",
-    "flows_failed": "TCP flows without a throughput figure",
+    "transfer_time_s": "time until the slowest flow's receiver had its file (else: what it got), s",
+    "flows_failed": "TCP flows without a throughput figure, or whose file never arrived",
     "packet_loss_pct": "IP packets the stations sent into the MANET and never delivered, % (summary.json)",
     "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
 }
@@ -77,6 +79,7 @@ def run_metrics(
     timeouts_by_src: dict[Any, float] = {}
     delivered_pkts = 0.0
     transfer = math.nan
+    file_missing = False
     failed = 0
     for k, f in enumerate(flows):
         thr, to, rtx, nbytes = (
@@ -89,9 +92,18 @@ def run_metrics(
             timeouts_by_src[f.get("src")] = to
         if not math.isnan(nbytes):
             delivered_pkts += nbytes / (mss[k] if k < len(mss) else 1460)
-            if thr > 0:
+            if thr > 0 and "file_delivered" not in f:
                 t = nbytes * 8 / thr
                 transfer = t if math.isnan(transfer) else max(transfer, t)
+        if "file_delivered" in f:  # a file transfer: when the receiver had the whole file
+            if f.get("file_delivered"):
+                t = _num(f.get("transfer_time_s"))
+                transfer = t if math.isnan(transfer) else max(transfer, t)
+            else:  # not in the run's time: no transfer time (and a failed flow), never a short one
+                file_missing = True
+                failed += 0 if math.isnan(thr) else 1
+    if file_missing:
+        transfer = math.nan
     n = len(flows)
     thr_total = (
         math.fsum(x["throughput_bps"] for x in per_flow if not math.isnan(x["throughput_bps"]))

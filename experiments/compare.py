@@ -187,6 +187,16 @@ def comparison_markdown(
             f"{_interval(r.change, c.unit)} | {r.change.n} | {r.pairs} | {r.verdict} | "
             f"{r.within_factor} | {r.note} |"
         )
+    others = [paper.sweep_file(p).stem for p in paper.parts if p != sweep.part]
+    if others:
+        lines += [
+            "",
+            f"This is the {sweep.part or 'main'} part of the paper's evaluation; the other parts: "
+            + ", ".join(f"[{o}]({o}.md)" for o in others)
+            + " (`make reproduce PAPER="
+            + paper.key
+            + "` runs them all).",
+        ]
     missing = NOT_REPRODUCED.get(paper.key, [])
     if missing:
         lines += ["", "Not compared here:", ""] + [f"- {m}" for m in missing]
@@ -209,9 +219,9 @@ def comparison_markdown(
         lines.append("No valid runs yet.")
     if rows.problems:
         lines += ["", "Rows skipped:", ""] + [f"- {p}" for p in rows.problems[:20]]
-    figs = [f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures] + [
-        f"![claims]({figure_file(exp, paper, 'claims')})"
-    ]
+    figs = [
+        f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures if f.part == sweep.part
+    ] + [f"![claims]({figure_file(exp, paper, 'claims')})"]
     lines += ["", "## Figures", "", *figs, ""]
     return "\n".join(lines)
 
@@ -337,7 +347,7 @@ def compare(
     exp = sweep.experiment
     rows = load_rows(exp, data_dir, {p.point_id: p.index for p in expand(sweep)})
     groups = group_runs(rows.counted)
-    results = [evaluate(c, groups) for c in paper.claims]
+    results = [evaluate(c, groups) for c in paper.claims if c.part == sweep.part]
     out_dir = Path(reports_dir)
     notes_file = out_dir / "notes" / f"{exp}.md"
     notes = notes_file.read_text(encoding="utf-8") if notes_file.exists() else ""
@@ -345,7 +355,8 @@ def compare(
     out = out_dir / f"{exp}.md"
     changed = write_if_changed(out, md)
     for fig in paper.figures:
-        draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name))
+        if fig.part == sweep.part:
+            draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name))
     draw_claims(paper, results, out_dir / figure_file(exp, paper, "claims"))
     return out, changed
 

@@ -107,6 +107,10 @@ class Sweep(BaseModel):
     scenario: str
     #: Which paper's headline numbers ``experiments.compare`` puts beside ours (``experiments.papers``).
     paper: str | None = None
+    #: Which part of the paper's evaluation this sweep runs (``experiments.papers``: a paper with
+    #: several scenarios, e.g. Liu & Singh's congestion and partition experiments); its report
+    #: compares that part's claims only. "" (default): the main one.
+    part: str = ""
     seeds: list[Annotated[StrictInt, Field(ge=0)]] | SeedRange | SequentialSeeds
     #: Overrides applied to every point (dotted path -> value).
     set: dict[DottedPath, Any] = Field(default_factory=dict)
@@ -153,6 +157,17 @@ class Sweep(BaseModel):
                     problems.append((("exclude", i, key), f"not an axis (axes: {', '.join(axes) or 'none'})"))
                 elif not any(label(value) == label(v) for v in axes[key]):
                     problems.append((("exclude", i, key), f"{value!r} is not one of the axis' values"))
+        if self.part:
+            from experiments.papers import PAPERS
+
+            paper = PAPERS.get(self.paper or "")
+            if paper is None:
+                problems.append((("part",), f"a part needs a known paper (paper: {self.paper!r})"))
+            elif self.part not in paper.parts:
+                known = ", ".join(p for p in paper.parts if p)
+                problems.append(
+                    (("part",), f"{self.part!r} is not a part of {paper.key} (parts: {known or 'none'})")
+                )
         if problems:
             raise _Problems(problems)
         return self

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from nodes.core.icmp import IcmpParams
 from nodes.core.ipip import WiredRoute
 from nodes.router.config import ExtensionConfig, ProtocolConfig, RouterConfig
 from testbed import cleanup, netns, procs, traffic
@@ -112,6 +113,11 @@ def router_config(
         trace=sc.routing.trace,
         tcpctl=tcpctl_glue.router_config(tcpctl, state, sid),
         wired=wired,
+        icmp=IcmpParams(
+            unreachable=sc.routing.icmp.unreachable,
+            ratelimit_ms=sc.routing.icmp.ratelimit_ms,
+            ratelimit_burst=sc.routing.icmp.ratelimit_burst,
+        ),
     )
 
 

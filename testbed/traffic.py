@@ -31,6 +31,8 @@ from topologies.scenario import Scenario, TcpFlow, UdpFlow
 BASE_PORT = 5201
 #: the file-transfer tool run in the stations (standard library only)
 XFER = Path(__file__).resolve().parent / "xfer.py"
+RCV_TIMEOUT_MIN_MS = 120_000
+"""iperf3's default ``--rcv-timeout`` (ms): a server never waits less for data than that."""
 
 
 def node_label(end: int | str) -> str:
@@ -85,7 +87,12 @@ class Flow:
             ]
             w = self._window_bytes()
             return argv + (["--window", str(w)] if w else [])
-        return ["iperf3", "-s", "-1", "-J", "-p", str(self.port)]
+        # a TCP receiver waits for data as long as the flow may last (iperf3's own 120 s would end
+        # the test in a long outage, e.g. a partition with the sender's probes 60-120 s apart)
+        argv = ["iperf3", "-s", "-1", "-J", "-p", str(self.port)]
+        if self.proto == "tcp" and self.spec.duration_s is not None:
+            argv += ["--rcv-timeout", str(max(RCV_TIMEOUT_MIN_MS, round(self.spec.duration_s * 1000)))]
+        return argv
 
     def client_argv(self, dst_ip: str, default_duration_s: float) -> list[str]:
         s = self.spec
@@ -318,6 +325,7 @@ def parse_transfer(
         return res
     start = sender.start_mono_s if sender and sender.start_mono_s is not None else receiver.start_mono_s
     whole = receiver.complete and receiver.bytes >= (spec.transfer_bytes or 0)
+    res["file_delivered"] = whole  # experiments.aggregate: no transfer time, and a failed flow, if not
     if whole and start is not None and receiver.end_mono_s is not None:
         t = receiver.end_mono_s - start
         res["transfer_time_s"] = t

@@ -240,12 +240,30 @@ class _Checker:
                 if ev.a == ev.b:
                     self.add(f"{path}.b", f"a link needs two stations, both are {ev.a}")
         self.check_id_list("capture.stations", self.sc.capture.stations)
-        if self.sc.p2p is not None:
-            for i, (a, b) in enumerate(self.sc.p2p.hops):
-                self.station(f"p2p.hops[{i}][0]", a)
-                self.station(f"p2p.hops[{i}][1]", b)
-                if a == b:
-                    self.add(f"p2p.hops[{i}]", f"a hop needs two stations, both are {a}")
+        p2p = self.sc.p2p
+        if p2p is not None:
+            hops: set[frozenset[int]] = set()
+            for i, (a, b) in enumerate(p2p.hops):
+                if self.station(f"p2p.hops[{i}][0]", a) & self.station(f"p2p.hops[{i}][1]", b):
+                    if a == b:
+                        self.add(f"p2p.hops[{i}]", f"a hop needs two stations, both are {a}")
+                    elif frozenset((a, b)) in hops:
+                        self.add(f"p2p.hops[{i}]", f"hop {a}-{b} listed twice")
+                    hops.add(frozenset((a, b)))
+            if p2p.delay_ms[0] > p2p.delay_ms[1]:
+                self.add("p2p.delay_ms", f"{list(p2p.delay_ms)}: the minimum is above the maximum")
+            for i, c in enumerate(p2p.congestion):
+                path = f"p2p.congestion[{i}]"
+                if frozenset(c.hop) not in hops:
+                    self.add(f"{path}.hop", f"{list(c.hop)} is not one of p2p.hops")
+                if c.duration_s >= c.period_s:
+                    self.add(
+                        f"{path}.duration_s",
+                        f"{c.duration_s:g} s is not shorter than period_s ({c.period_s:g} s): "
+                        "the hop would never leave congestion",
+                    )
+                if c.start_s >= dur:
+                    self.add(f"{path}.start_s", f"{c.start_s:g} s is not before the end ({dur:g} s)")
 
     def check_static_reachability(self) -> None:
         """Under the static protocol every flow must have a loop-free path (and one back for TCP)."""

@@ -234,6 +234,18 @@ class Traffic(_Model):
     udp: list[UdpFlow] = Field(default_factory=list)
 
 
+class Icmp(_Model):
+    """The routers' ICMP errors (nodes/core/icmp.py, docs/router.md "ICMP Destination Unreachable")."""
+
+    #: Destination Unreachable (code 1, host) to the source of a packet dropped for a failed
+    #: next hop or no route (RFC 1812 section 5.2.7.1); off by default (the ns-2 papers had none)
+    unreachable: StrictBool = False
+    #: Linux net.ipv4.icmp_ratelimit: one error per destination per this many ms on average (0: no limit)
+    ratelimit_ms: Annotated[StrictInt, Field(ge=0)] = 1000
+    #: Linux XRLIM_BURST_FACTOR: the token bucket's size, in messages
+    ratelimit_burst: PositiveInt = 6
+
+
 class Routing(_Model):
     protocol: ProtocolName = "static"
     params: dict[str, Any] = Field(default_factory=dict)
@@ -248,6 +260,7 @@ class Routing(_Model):
     #: the routers' per-packet trace (docs/explain.md): "auto" = on unless the native fast path
     #: forwards (static routes), "on" (the fast path steps aside), "off".
     trace: Literal["auto", "on", "off"] = "auto"
+    icmp: Icmp = Field(default_factory=Icmp)
 
 
 class TcpSettings(_Model):
@@ -308,6 +321,21 @@ class SetLinkEvent(_Model):
 Event = Annotated[PartitionEvent | MoveEvent | SetLinkEvent, Field(discriminator="op")]
 
 
+class P2pCongestion(_Model):
+    """Periodic congestion on one direction of a p2p hop (Liu & Singh 2001 section V-B: every
+    ``period_s`` "a local source dumps packets into ip_output() for a period of 200 ms", which
+    "results in the generation of an explicit congestion notification"). During each window
+    ``[start_s + k period_s, + duration_s)`` the hop ``hop[0] -> hop[1]`` is busy with the flood: a
+    frame offered then waits for the window's end, an ECN-capable one (ECT(0)/ECT(1)) is marked CE
+    and a not-ECN-capable one is dropped (RFC 3168 section 5). Checked: ``duration_s`` shorter
+    than ``period_s``, ``hop`` one of ``p2p.hops`` (either orientation)."""
+
+    hop: tuple[StationId, StationId]
+    period_s: PositiveNum
+    duration_s: PositiveNum
+    start_s: NonNegNum = 0.0
+
+
 class P2pLinkProps(_Model):
     """One point-to-point hop's properties (the medium's ``P2pProps``, docs/medium.md "p2p")."""
 
@@ -325,23 +353,25 @@ class P2pLinkProps(_Model):
     #: per-link header bytes added to each payload on the wire
     overhead_bytes: Annotated[StrictInt, Field(ge=0)] = 0
 
-    @model_validator(mode="after")
-    def _delay_range(self) -> P2pLinkProps:
-        if self.delay_ms[0] > self.delay_ms[1]:
-            raise ValueError(f"delay_ms: min {self.delay_ms[0]} is above max {self.delay_ms[1]}")
-        return self
-
 
 class P2p(P2pLinkProps):
     """Point-to-point link mode (ATCP's testbed) instead of the radio: every hop a link with the
     same properties. The medium gets one ``links`` entry per hop (testbed/medium.py)."""
 
     hops: Annotated[list[tuple[StationId, StationId]], Field(min_length=1)]
+    congestion: list[P2pCongestion] = Field(default_factory=list)
 
-    def medium_config(self) -> dict[str, object]:
-        """The medium's ``p2p`` section: ``{"links": [{a, b, rate_bps, ...}, ...]}``."""
-        props = self.model_dump(mode="json", exclude={"hops"})
-        return {"links": [{"a": a, "b": b, **props} for a, b in self.hops]}
+    def medium_config(self) -> dict[str, Any]:
+        """The medium's ``p2p`` section (docs/interfaces.md section 3): one ``links`` entry per
+        hop, and the congestion windows."""
+        props = self.model_dump(mode="json", exclude={"hops", "congestion"})
+        out: dict[str, Any] = {"links": [{"a": a, "b": b, **props} for a, b in self.hops]}
+        if self.congestion:
+            out["congestion"] = [
+                {"from": c.hop[0], "to": c.hop[1], "period_s": c.period_s, "duration_s": c.duration_s, "start_s": c.start_s}
+                for c in self.congestion
+            ]
+        return out
 
 
 class Capture(_Model):

@@ -77,6 +77,23 @@ pub struct P2pConfig {
     pub chain: Vec<u32>,
     #[serde(default)]
     pub chain_props: Option<P2pProps>,
+    /// Periodic congestion windows on one direction of a link (Liu & Singh 2001 section V-B).
+    #[serde(default)]
+    pub congestion: Vec<P2pCongestion>,
+}
+
+/// Congestion on the direction `from -> to` of a p2p link during `[start_s + k period_s,
+/// + duration_s)`: a frame offered then waits for the window's end (the link is busy with the
+/// flood), ECT(0)/ECT(1) frames are marked CE and not-ECT frames are dropped (RFC 3168 section 5).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct P2pCongestion {
+    pub from: u32,
+    pub to: u32,
+    pub period_s: f64,
+    pub duration_s: f64,
+    #[serde(default)]
+    pub start_s: f64,
 }
 
 /// A saturated source for the virtual mode: `src` always has a frame of `len` bytes for `dst`.

@@ -21,7 +21,7 @@
 mod counters;
 mod dcf;
 mod ops;
-mod p2p;
+pub mod p2p;
 mod phy;
 mod traffic;
 
@@ -506,10 +506,16 @@ impl Medium {
             let line = match &inp {
                 Input::Hello { sta, promisc } => format!("{{\"t\":{t},\"ev\":\"hello\",\"sta\":{sta},\"promisc\":{promisc}}}"),
                 Input::Bye { sta } => format!("{{\"t\":{t},\"ev\":\"bye\",\"sta\":{sta}}}"),
+                // The payload is not logged, but a p2p congestion window's decision depends on
+                // its IPv4 ECN field (p2p.rs): logged when not zero, so a replay decides the same.
                 Input::Tx { sta, cookie, dst, power_dbm, retry_limit, no_rts, payload } => format!(
-                    "{{\"t\":{t},\"ev\":\"offer\",\"sta\":{sta},\"cookie\":{cookie},\"dst\":{dst},\"len\":{},\"power\":{},\"retry\":{retry_limit},\"no_rts\":{no_rts}}}",
+                    "{{\"t\":{t},\"ev\":\"offer\",\"sta\":{sta},\"cookie\":{cookie},\"dst\":{dst},\"len\":{},\"power\":{},\"retry\":{retry_limit},\"no_rts\":{no_rts}{}}}",
                     payload.len(),
-                    fmt_opt_f64(*power_dbm)
+                    fmt_opt_f64(*power_dbm),
+                    match p2p::ip_ecn(payload) {
+                        Some(e) if e != 0 => format!(",\"ecn\":{e}"),
+                        _ => String::new(),
+                    }
                 ),
                 Input::SetPower { sta, neighbour, power_dbm } => format!(
                     "{{\"t\":{t},\"ev\":\"set_power\",\"sta\":{sta},\"nb\":{},\"power\":{}}}",

@@ -29,6 +29,17 @@ fn num(v: &Value, k: &str) -> Result<u64, String> {
     v.get(k).and_then(Value::as_u64).ok_or_else(|| format!("offered record needs integer {k:?}: {v}"))
 }
 
+/// Zeros, or with `ecn` (the offer record's IPv4 ECN field) an IPv4 version/IHL byte and that ECN
+/// field: all a decision reads from a payload (the p2p congestion windows, core/p2p.rs).
+fn replay_payload(len: usize, ecn: Option<u64>) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    if let (Some(e), true) = (ecn, len >= 20) {
+        p[0] = 0x45;
+        p[1] = (e & 3) as u8;
+    }
+    p
+}
+
 /// Parse an offered-frame / event-log file.
 pub fn parse_offered(text: &str) -> Result<Offered, String> {
     let mut radios_on = None;
@@ -55,7 +66,7 @@ pub fn parse_offered(text: &str) -> Result<Offered, String> {
                 power_dbm: v.get("power").and_then(Value::as_f64),
                 retry_limit: v.get("retry").and_then(Value::as_u64).unwrap_or(0) as u8,
                 no_rts: v.get("no_rts").and_then(Value::as_bool).unwrap_or(false),
-                payload: Rc::from(vec![0u8; num(&v, "len")? as usize]),
+                payload: Rc::from(replay_payload(num(&v, "len")? as usize, v.get("ecn").and_then(Value::as_u64))),
             },
             "set_power" => Input::SetPower {
                 sta: sta()?,

@@ -217,12 +217,17 @@ fn event_log_replays_identically() {
     inputs.extend(merge(periodic(1, 2, 700, MS, 9 * MS, S, 1), periodic(3, 2, 300, 2 * MS, 5 * MS, S, 100)));
     run(&mut m, inputs, None);
     let first = log.text();
-    let off = manet_medium::virt::parse_offered(&first).unwrap();
-    let mut m2 = Medium::new(&cfg, off.radios_on.unwrap()).unwrap();
+    assert_eq!(first, replay(&cfg, &first).0);
+}
+
+/// Replay an event log's input records on a new medium: (its event log, the medium).
+fn replay(cfg: &manet_medium::config::RunConfig, log: &str) -> (String, Medium) {
+    let off = manet_medium::virt::parse_offered(log).unwrap();
+    let mut m2 = Medium::new(cfg, off.radios_on.unwrap()).unwrap();
     let log2 = SharedBuf::default();
     m2.set_event_log(Box::new(log2.clone()), off.radios_on.unwrap());
     run(&mut m2, off.inputs, None);
-    assert_eq!(first, log2.text());
+    (log2.text(), m2)
 }
 
 #[test]
@@ -372,4 +377,129 @@ fn p2p_saturated_source_on_a_cut_link_fails_frame_by_frame() {
     let bad = json!({"p2p": {"chain": [1, 2, 3], "chain_props": {"rate_bps": 32000.0}}, "saturated": [{"src": 1, "dst": 3, "len": 100}]});
     let err = Medium::new(&config(&stations, json!({}), bad), true).err().unwrap();
     assert!(err.contains("saturated source 1"), "{err}");
+}
+
+/// A 100-byte IPv4 packet 10.0.0.1 -> 10.0.0.3 with ECN field `ecn` and a valid header checksum.
+fn ipv4_with_ecn(ecn: u8) -> Vec<u8> {
+    let mut ip = vec![0x45u8, ecn, 0, 100, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 3];
+    let sum: u32 = ip.chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
+    let folded = (sum & 0xFFFF) + (sum >> 16);
+    let hc = !(folded as u16);
+    ip[10..12].copy_from_slice(&hc.to_be_bytes());
+    ip.resize(100, 0);
+    ip
+}
+
+fn header_checksum_ok(p: &[u8]) -> bool {
+    let mut sum: u32 = p[..20].chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum == 0xFFFF
+}
+
+#[test]
+fn p2p_congestion_windows_mark_ect_delay_and_drop_not_ect() {
+    use manet_medium::core::p2p::{ip_ecn, with_ce, Windows};
+    use std::rc::Rc;
+    // The window arithmetic: [0.5 + k, 0.7 + k) s.
+    let w = Windows { start: 500 * MS, period: S, duration: 200 * MS };
+    assert_eq!(w.end_of_window_at(499 * MS), None);
+    assert_eq!(w.end_of_window_at(500 * MS), Some(700 * MS));
+    assert_eq!(w.end_of_window_at(699 * MS), Some(700 * MS));
+    assert_eq!(w.end_of_window_at(700 * MS), None);
+    assert_eq!(w.end_of_window_at(3 * S + 550 * MS), Some(3 * S + 700 * MS));
+    // CE: only the ECN bits change, and the header checksum stays valid (RFC 1624).
+    for ecn in [1u8, 2] {
+        let p = ipv4_with_ecn(ecn);
+        let m = with_ce(&p);
+        assert_eq!(ip_ecn(&m), Some(3));
+        assert!(header_checksum_ok(&m));
+        assert_eq!(m[0], p[0]);
+        assert_eq!((m[1] & !3), (p[1] & !3));
+        assert_eq!(&m[2..10], &p[2..10]);
+        assert_eq!(&m[12..], &p[12..]);
+    }
+    assert_eq!(ip_ecn(&[0u8; 40]), None, "not IPv4");
+
+    let stations: Vec<(u32, f64, f64)> = (1..=3).map(|i| (i, 0.0, 0.0)).collect();
+    let extra = json!({"p2p": {
+        "chain": [1, 2, 3], "chain_props": {"rate_bps": 32000.0, "delay_ms": [10.0, 10.0]},
+        "congestion": [{"from": 1, "to": 2, "period_s": 1.0, "duration_s": 0.2, "start_s": 0.5}],
+    }});
+    let mut m = Medium::new(&config(&stations, json!({}), extra), true).unwrap();
+    let frame = |sta, cookie, dst, ecn| Input::Tx { sta, cookie, dst, power_dbm: None, retry_limit: 0, no_rts: false, payload: Rc::from(ipv4_with_ecn(ecn)) };
+    let out = run(
+        &mut m,
+        vec![
+            (100 * MS, frame(1, 1, 2, 2)), // outside a window: as usual
+            (600 * MS, frame(1, 2, 2, 2)), // ECT(0) in a window: waits for its end, marked CE
+            (600 * MS, frame(2, 3, 1, 2)), // the other direction is not congested
+            (1550 * MS, frame(1, 4, 2, 0)), // not-ECT in a window: dropped, the sender cannot tell
+            (1650 * MS, frame(1, 5, 2, 3)), // already CE: delayed, left as it is
+        ],
+        None,
+    );
+    let st = statuses(&out, 1);
+    assert!(st.iter().all(|s| s.1 == Status::Acked), "{st:?}");
+    // 100 bytes at 32 kbit/s: 25 ms of serialization, then 10 ms of delay.
+    let end_of = |c: u64| st.iter().find(|s| s.0 == c).unwrap().6;
+    assert_eq!(end_of(1), 125 * MS);
+    assert_eq!(end_of(2), 725 * MS, "serialized after the window");
+    assert_eq!(end_of(4), 1575 * MS, "a dropped frame holds the sender for its frame time");
+    assert_eq!(end_of(5), 1725 * MS);
+    assert_eq!(statuses(&out, 2)[0].6, 625 * MS);
+    let rx: Vec<(u64, Rc<[u8]>)> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Rx { to: 2, src: 1, t, payload, .. } => Some((*t, payload.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rx.len(), 3, "the not-ECT frame was dropped");
+    assert_eq!((rx[0].0, ip_ecn(&rx[0].1)), (135 * MS, Some(2)));
+    assert_eq!((rx[1].0, ip_ecn(&rx[1].1)), (735 * MS, Some(3)));
+    assert!(header_checksum_ok(&rx[1].1));
+    assert_eq!((rx[2].0, ip_ecn(&rx[2].1)), (1735 * MS, Some(3)));
+    assert_eq!(rx_count(&out, 1, 2), 1);
+    let c = m.counters_json();
+    assert_eq!(c["p2p"]["ce_marked"], 1);
+    assert_eq!(c["p2p"]["congestion_dropped"], 1);
+    // A window as long as its period, or on a link that does not exist, is a config error.
+    for (bad, why) in [
+        (json!({"from": 1, "to": 2, "period_s": 1.0, "duration_s": 1.0}), "duration_s < period_s"),
+        (json!({"from": 1, "to": 3, "period_s": 1.0, "duration_s": 0.2}), "no p2p link 1-3"),
+    ] {
+        let extra = json!({"p2p": {"chain": [1, 2, 3], "chain_props": {"rate_bps": 32000.0}, "congestion": [bad]}});
+        let err = Medium::new(&config(&stations, json!({}), extra), true).err().unwrap();
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+#[test]
+fn p2p_congestion_replays_from_the_event_log() {
+    // The offer record carries the ECN field, so a replay of the log decides the same (marks,
+    // drops, times) although payloads are not logged.
+    use std::rc::Rc;
+    let stations = [(1, 0.0, 0.0), (2, 0.0, 0.0)];
+    let extra = json!({"p2p": {
+        "chain": [1, 2], "chain_props": {"rate_bps": 32000.0, "delay_ms": [5.0, 20.0]},
+        "congestion": [{"from": 1, "to": 2, "period_s": 0.5, "duration_s": 0.2}],
+    }});
+    let cfg = config(&stations, json!({}), extra);
+    let frame = |cookie: u64, ecn: u8| Input::Tx { sta: 1, cookie, dst: 2, power_dbm: None, retry_limit: 0, no_rts: false, payload: Rc::from(ipv4_with_ecn(ecn)) };
+    let mut inputs = vec![(0, Input::Hello { sta: 1, promisc: false }), (10, Input::Hello { sta: 2, promisc: false })];
+    inputs.extend((0..40u64).map(|i| (MS + i * 60 * MS, frame(i + 1, [0u8, 2, 1, 3][(i % 4) as usize]))));
+    let mut m = Medium::new(&cfg, false).unwrap();
+    let log = SharedBuf::default();
+    m.set_event_log(Box::new(log.clone()), false);
+    run(&mut m, inputs, None);
+    let first = log.text();
+    assert!(first.contains("\"ecn\":2") && !first.contains("\"ecn\":0"));
+    let c = m.counters_json();
+    assert!(c["p2p"]["congestion_dropped"].as_u64().unwrap() > 0);
+    assert!(c["p2p"]["ce_marked"].as_u64().unwrap() > 0);
+    let (again, m2) = replay(&cfg, &first);
+    assert_eq!(first, again);
+    assert_eq!(c["p2p"], m2.counters_json()["p2p"]);
 }

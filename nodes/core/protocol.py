@@ -92,6 +92,11 @@ class RoutingProtocol(ABC):
     @abstractmethod
     def on_event(self, event: Event, now_ns: int) -> list[Action]: ...
 
+    def ip_packet(self, packet: bytes) -> bytes:
+        """The IP datagram as its source sent it, from a copy this core holds (a ``PacketDropped``
+        packet): the same bytes unless the core adds a header of its own (DSR's options header)."""
+        return packet
+
     def state(self) -> dict[str, Any]:
         """A JSON-able view of the routing state (route table/cache) for the CLI and results."""
         return {}

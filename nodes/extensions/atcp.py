@@ -284,6 +284,12 @@ class Atcp:
         """``atcp_notify()``: Destination Unreachable -> disconnected (persist, cwnd 1 segment).
         Returning actions makes the agent consume the ICMP."""
         conn, now_ns = ev.conn, ev.now_ns
+        a = self.api.agent.conns.get(conn)
+        if a is None or a.snd_nxt is None:
+            # "The ATCP layer is only active at the TCP sender": a router's ICMP about a pure
+            # ACK of a receiver (the network answers every packet it cannot deliver) goes to the
+            # receiver's kernel untouched
+            return []
         c = self._track(conn)
         if c.state == AtcpState.DISCONNECTED:
             return self.api.hold(conn, now_ns, "persist", "any_ack")  # still held; ICMP consumed

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar, cast
 
 from nodes.core.addr import MAX_STATIONS
+from nodes.core.icmp import IcmpParams
 from nodes.core.ifq import DEFAULT_IFQ_LEN
 from nodes.core.ipip import WiredRoute
 from nodes.formats.radiotap import DEFAULT_FREQ_MHZ, DEFAULT_RATE_500KBPS
@@ -136,6 +137,8 @@ class RouterConfig:
     fastpath: FastpathMode = "auto"
     tcpctl: TcpctlConfig | None = None
     wired: WiredRoute | None = None
+    icmp: IcmpParams = IcmpParams()
+    """``icmp``: Destination Unreachable for packets the core drops (nodes/core/icmp.py)."""
     log_level: str | None = None
     welcome_timeout_s: float = WELCOME_TIMEOUT_S
     counters_interval_s: float = COUNTERS_INTERVAL_S
@@ -182,6 +185,15 @@ class RouterConfig:
             out["tcpctl"] = self.tcpctl.to_json()
         if self.wired is not None:
             out["wired"] = {"subnet": str(self.wired.subnet), "gateway": self.wired.gateway}
+        if self.icmp != IcmpParams():
+            i = self.icmp
+            out["icmp"] = {
+                "unreachable": i.unreachable,
+                "ratelimit_ms": i.ratelimit_ms,
+                "ratelimit_burst": i.ratelimit_burst,
+                "ttl": i.ttl,
+                "reasons": list(i.reasons),
+            }
         if self.log_level is not None:
             out["log_level"] = self.log_level
         return out
@@ -211,6 +223,7 @@ class RouterConfig:
             fastpath=_fastpath(d.get("fastpath")),
             tcpctl=_tcpctl(d.get("tcpctl")),
             wired=None if d.get("wired") is None else _wired(d["wired"]),
+            icmp=_icmp(d.get("icmp")),
             log_level=None if d.get("log_level") is None else _str(d["log_level"], "log_level"),
             welcome_timeout_s=_float(d.get("welcome_timeout_s", WELCOME_TIMEOUT_S), "welcome_timeout_s"),
             counters_interval_s=_float(
@@ -368,3 +381,26 @@ def _wired(v: object) -> WiredRoute:
     except ValueError as exc:
         raise _err("wired.subnet", f"not an IPv4 network ({exc})", d.get("subnet")) from None
     return WiredRoute(subnet, gw)
+
+
+def _icmp(v: object) -> IcmpParams:
+    """``{"unreachable": true, "ratelimit_ms": 1000, "ratelimit_burst": 6, "ttl": 64, "reasons":
+    ["link_failure", "no_route"]}`` (nodes/core/icmp.py); absent: the defaults (off)."""
+    if v is None:
+        return IcmpParams()
+    d = _mapping(v, "icmp")
+    _known(d, frozenset({"unreachable", "ratelimit_ms", "ratelimit_burst", "ttl", "reasons"}), "icmp")
+    dflt = IcmpParams()
+    reasons = d.get("reasons", list(dflt.reasons))
+    if not isinstance(reasons, (list, tuple)) or not all(isinstance(r, str) for r in reasons):
+        raise _err("icmp.reasons", "expected a list of drop reasons", reasons)
+    try:
+        return IcmpParams(
+            unreachable=_bool(d.get("unreachable", dflt.unreachable), "icmp.unreachable"),
+            ratelimit_ms=_int(d.get("ratelimit_ms", dflt.ratelimit_ms), "icmp.ratelimit_ms"),
+            ratelimit_burst=_int(d.get("ratelimit_burst", dflt.ratelimit_burst), "icmp.ratelimit_burst"),
+            ttl=_int(d.get("ttl", dflt.ttl), "icmp.ttl"),
+            reasons=tuple(reasons),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"{WHERE}: {exc}") from None

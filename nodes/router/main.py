@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from nodes.core import icmp
 from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import MonotonicClock
 from nodes.core.events import Action, Frame, FromAir, FromLocal, TxStatus
@@ -227,6 +228,7 @@ class Router:
         self.extensions = attach_extensions(
             self.ctx, self.protocol, [e.to_json() for e in self.config.extensions]
         )
+        icmp.attach(self.ctx, self.protocol, self.config.icmp)
         if self.trace_mode != "off":
             self.tracer = self.rt.tracer = Tracer()
             with open(self.trace_path, "wb") as f:
@@ -677,6 +679,16 @@ class Router:
                 out["protocol"] = {"name": self.protocol.name, "state": self.protocol.state()}
             except Exception as exc:  # a state() bug must not lose the counters
                 out["protocol"] = {"name": self.protocol.name, "state_error": repr(exc)}
+        exts: dict[str, Any] = {}
+        for spec, ext in zip(self.config.extensions, self.extensions, strict=False):
+            state = getattr(ext, "state", None)  # an extension's counters (e.g. ATCP's transitions)
+            if callable(state):
+                try:
+                    exts[spec.name] = state()
+                except Exception as exc:  # a state() bug must not lose the counters
+                    exts[spec.name] = {"state_error": repr(exc)}
+        if exts:
+            out["extensions"] = exts
         return out
 
     def write_counters(self) -> None:

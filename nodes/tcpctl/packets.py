@@ -22,12 +22,17 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from nodes.core import icmp
 from nodes.core.ipv4 import IPPROTO_ICMP, IPPROTO_TCP, checksum
 
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
-ICMP_DEST_UNREACH = 3
-ICMP_NET_UNREACH, ICMP_HOST_UNREACH, ICMP_PORT_UNREACH = 0, 1, 3
+ICMP_DEST_UNREACH = icmp.ICMP_DEST_UNREACH
+ICMP_NET_UNREACH, ICMP_HOST_UNREACH, ICMP_PORT_UNREACH = (
+    icmp.ICMP_NET_UNREACH,
+    icmp.ICMP_HOST_UNREACH,
+    icmp.ICMP_PORT_UNREACH,
+)
 TCPOPT_EOL, TCPOPT_NOP, TCPOPT_TIMESTAMP, TCPOPT_EXP = 0, 1, 8, 253
 RC_EXID = 0x4D54
 """RFC 6994 experiment identifier of our Route-control echo option ("MT")."""
@@ -338,37 +343,9 @@ def timestamp_option(ts_val: int, ts_ecr: int) -> bytes:
     return struct.pack("!BBBBII", TCPOPT_NOP, TCPOPT_NOP, TCPOPT_TIMESTAMP, 10, ts_val, ts_ecr)
 
 
-def icmp_dest_unreachable(
-    original: bytes | bytearray,
-    from_ip: bytes,
-    code: int = ICMP_HOST_UNREACH,
-    *,
-    ttl: int = 64,
-    ip_id: int = 0,
-) -> bytes:
-    """ICMP Destination Unreachable (RFC 792) about ``original``, sent to its source."""
-    ihl = (original[0] & 0x0F) * 4
-    quoted = bytes(original[: ihl + 8])
-    icmp = bytearray(struct.pack("!BBHI", ICMP_DEST_UNREACH, code, 0, 0)) + quoted
-    icmp[2:4] = checksum(icmp).to_bytes(2, "big")
-    total = 20 + len(icmp)
-    ip = bytearray(
-        struct.pack(
-            "!BBHHHBBH4s4s",
-            0x45,
-            0xC0,
-            total,
-            ip_id,
-            0,
-            ttl,
-            IPPROTO_ICMP,
-            0,
-            from_ip,
-            bytes(original[12:16]),
-        )
-    )
-    ip[10:12] = checksum(ip).to_bytes(2, "big")
-    return bytes(ip + icmp)
+icmp_dest_unreachable = icmp.dest_unreachable
+"""ICMP Destination Unreachable (RFC 792) about ``original``, sent to its source (nodes.core.icmp,
+where the routers build theirs)."""
 
 
 def parse_icmp_unreach(p: bytes | bytearray) -> tuple[int, TcpQuote] | None:

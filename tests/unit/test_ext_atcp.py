@@ -194,6 +194,20 @@ def test_unreachable_sets_cwnd_one_and_consumes_the_icmp() -> None:
     assert any(isinstance(a, Drop) and a.reason == "tcpctl_icmp_consumed" for a in acts)
 
 
+def test_unreachable_about_a_receivers_ack_is_left_to_the_kernel() -> None:
+    """A router answers every packet it cannot deliver, the receiver's pure ACKs too: "The ATCP
+    layer is only active at the TCP sender", so a receiver's ATCP neither acts nor consumes it."""
+    kern = FakeKernel()
+    agent = EndpointAgent(B, kernel=kern)  # station B receives A's data and sends only ACKs
+    atcp = Atcp(TcpControl(agent), AtcpParams(), logging.getLogger("t"))
+    agent.on_inbound(data(0), 0)
+    (a,) = agent.on_outbound(ack(1), NS_PER_MS)
+    assert isinstance(a, ToNetwork)
+    icmp = P.icmp_dest_unreachable(a.packet, bytes([10, 0, 0, 2]))
+    assert agent.on_inbound(icmp, 2 * NS_PER_MS) == [ToKernel(icmp)]
+    assert atcp.state_of(ConnId(B, 5201, A, 40000)) == S.NORMAL and not kern.calls
+
+
 def test_imminent_rto_timer_exact_time_then_loss() -> None:
     """srtt 100 ms (kernel) + floor 200 ms - margin 50 ms: ATCP acts 250 ms after the last
     progress, before the kernel's RTO (>= srtt + 200 ms)."""

@@ -131,6 +131,9 @@ def test_grid_routes_do_not_use_diagonals() -> None:
     assert routes[1][9] == 2  # tie between 2 and 4: the lowest id
 
 
+P2P_CHAIN: dict[str, Any] = {"hops": [[1, 2], [2, 3], [3, 4], [4, 5]], "rate_bps": 32000}
+
+
 def test_p2p_routes_follow_the_hops() -> None:
     sc = load_scenario(TOPOLOGIES / "liu2001-atcp.yaml")
     assert sc.static_routes()[1] == {2: 2, 3: 2, 4: 2, 5: 2}
@@ -158,6 +161,25 @@ def test_p2p_becomes_one_medium_link_per_hop() -> None:
         "reorder_delay_ms": 0.0,
         "overhead_bytes": 0,
     }
+
+
+def test_p2p_becomes_the_mediums_links_and_congestion_windows() -> None:
+    sc = load_scenario(TOPOLOGIES / "liu2001-congestion-full.yaml")
+    assert sc.p2p is not None
+    cfg = sc.p2p.medium_config()
+    assert [(link["a"], link["b"]) for link in cfg["links"]] == [(1, 2), (2, 3), (3, 4), (4, 5)]
+    assert cfg["links"][0]["rate_bps"] == 32000 and cfg["links"][0]["ber"] == 1e-5
+    assert cfg["links"][0]["delay_ms"] == [0, 20]
+    assert cfg["congestion"] == [{"from": 3, "to": 4, "period_s": 5, "duration_s": 0.2, "start_s": 5}]
+    assert sc.tcp.ecn is False  # the paper's TCP; the ATCP variant turns ECN on (the sweep)
+    assert "congestion" not in load_scenario(TOPOLOGIES / "liu2001-atcp.yaml").p2p.medium_config()  # type: ignore[union-attr]
+
+
+def test_liu_partition_scenario_cuts_one_hop_one_minute_in_five() -> None:
+    sc = load_scenario(TOPOLOGIES / "liu2001-partition-full.yaml")
+    cuts = [(e.t_s, e.a, e.b, e.duration_s) for e in sc.events]
+    assert cuts == [(300.0 * k, [1, 2, 3], [4, 5], 60.0) for k in range(1, 12)]
+    assert sc.routing.icmp.unreachable is True
 
 
 def test_defaults_fill_flow_cc_and_duration(tmp_path: Path) -> None:
@@ -291,8 +313,8 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "p2p delay range upside down",
         {"p2p": {"hops": [[1, 2]], "rate_bps": 32000, "delay_ms": [20, 0]}},
-        "p2p",
-        "min 20.0 is above max 0.0",
+        "p2p.delay_ms",
+        "the minimum is above the maximum",
     ),
     (
         "p2p unknown field",
@@ -300,6 +322,19 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "p2p.bandwidth",
         "unknown key",
     ),
+    (
+        "p2p congestion as long as its period",
+        {"p2p": {**P2P_CHAIN, "congestion": [{"hop": [3, 4], "period_s": 5, "duration_s": 5}]}},
+        "p2p.congestion[0].duration_s",
+        "not shorter than period_s (5 s)",
+    ),
+    (
+        "p2p congestion on a pair that is no hop",
+        {"p2p": {**P2P_CHAIN, "congestion": [{"hop": [1, 3], "period_s": 5, "duration_s": 0.2}]}},
+        "p2p.congestion[0].hop",
+        "not one of p2p.hops",
+    ),
+    ("icmp rate limit", {"routing.icmp": {"ratelimit_ms": -1}}, "routing.icmp.ratelimit_ms", "greater than"),
 ]
 
 

@@ -14,7 +14,7 @@ from experiments import sweep as sw
 from experiments.aggregate import group_runs, load_rows
 from experiments.compare import compare, evaluate, main
 from experiments.papers import PAPERS
-from experiments.spec import Sweep, expand, label, load_sweep
+from experiments.spec import Sweep, SweepError, expand, label, load_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,27 +35,61 @@ def _paper_sweeps(key: str) -> list[Sweep]:
 
 @pytest.mark.parametrize("key", sorted(PAPERS))
 def test_every_claim_finds_points_and_baselines_in_a_sweep_of_its_paper(key: str) -> None:
-    """Every headline number can be measured by some shipped sweep (the full-size one, or the
-    reduced one for points the full sweep leaves out, e.g. Yu's 10 flows), and the full-size sweep
-    ``<paper>.yaml`` draws every figure."""
+    """Every headline number can be measured by some shipped sweep of its part (the full-size one,
+    or the reduced one for points the full sweep leaves out, e.g. Yu's 10 flows), and the
+    full-size sweep of each part (``<paper>.yaml``, ``<paper>-<part>.yaml``) draws its figures."""
+    paper = PAPERS[key]
     sweeps = _paper_sweeps(key)
-    assert f"experiments/sweeps/{key}.yaml" in {f"experiments/sweeps/{s.experiment}.yaml" for s in sweeps}
+    for part in paper.parts:
+        assert str(paper.sweep_file(part)) in {f"experiments/sweeps/{s.experiment}.yaml" for s in sweeps}
     param_sets = []
     for sweep in sweeps:
         groups = {tuple((k, label(v)) for k, v in p.params.items()) for p in expand(sweep)}
-        param_sets.append([dict(g) for g in groups])
-    for claim in PAPERS[key].claims:
+        param_sets.append((sweep.part, [dict(g) for g in groups]))
+    for claim in paper.claims:
         found = False
-        for params in param_sets:
+        for part, params in param_sets:
+            if part != claim.part:
+                continue
             treated = [p for p in params if all(k in p and p[k] == label(v) for k, v in claim.where.items())]
             bases = [{**p, **{k: label(v) for k, v in claim.baseline.items()}} for p in treated]
             if treated and (claim.kind != "change_pct" or all(b in params for b in bases)):
                 found = True
-        assert found, f"{claim.key}: no sweep of {key} has points (and baselines) for {claim.where}"
-    full = next(s for s in sweeps if s.experiment == key)
-    for fig in PAPERS[key].figures:
+        assert found, (
+            f"{claim.key}: no sweep of {key} part {claim.part!r} has points (and baselines) for {claim.where}"
+        )
+    for fig in paper.figures:
+        full = next(s for s in sweeps if s.experiment == paper.sweep_file(fig.part).stem)
         axes = full.axes()
         assert all(a in axes for a in (fig.x, *fig.series, *fig.panels)), fig.name
+
+
+def test_a_sweeps_part_must_be_one_of_its_papers(tmp_path: Path) -> None:
+    text = (
+        Path("experiments/sweeps/liu2001-partition.yaml").read_text().replace("part: partition", "part: typo")
+    )
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(
+        SweepError, match="part: 'typo' is not a part of liu2001 \\(parts: congestion, partition\\)"
+    ):
+        load_sweep(f)
+
+
+def test_liu_reports_compare_only_their_parts_claims(tmp_path: Path) -> None:
+    """The congestion sweep's report lists the congestion claims, links the other parts, and
+    make reproduce's list of sweep files has all three."""
+    from experiments.papers import main as papers_main
+
+    sweep = load_sweep("experiments/sweeps/liu2001-congestion.yaml")
+    (tmp_path / "data").mkdir()
+    path, _ = compare(sweep, data_dir=tmp_path / "data", reports_dir=tmp_path)
+    md = path.read_text()
+    assert "BER and congestion, d = 10 ms: 460 s vs 1200 s, -62 % (Fig. 13)" in md
+    claim_rows = [line for line in md.splitlines() if line.startswith("| ATCP")]
+    assert len(claim_rows) == 4 and all("congestion" in line for line in claim_rows), claim_rows
+    assert "[liu2001](liu2001.md)" in md and "[liu2001-partition](liu2001-partition.md)" in md
+    assert papers_main(["sweeps", "liu2001"]) == 0
 
 
 def fake_ghanem(req: sw.RunRequest) -> Path:
@@ -127,3 +161,35 @@ def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
     claim = PAPERS["yu2004"].claims[0]
     res = evaluate(claim, [])
     assert res.pairs == 0 and res.verdict == "-" and "no matching" in res.note
+
+
+def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """make reproduce PAPER=liu2001: the three sweeps in turn, each with what is left of the
+    budget, each followed by its report; a sweep name runs that sweep only."""
+    from experiments import reproduce
+
+    calls: list[tuple[str, list[str]]] = []
+    clock = iter([0.0, 0.0, 1000.0, 3599.5])  # the start, then before each sweep
+
+    def fake_sweep(argv: list[str]) -> int:
+        calls.append(("sweep", argv))
+        return 1 if "liu2001-congestion" in argv[0] else 0  # runs not complete: go on
+
+    monkeypatch.setattr(reproduce.sweep, "main", fake_sweep)
+    monkeypatch.setattr(reproduce.compare, "main", lambda argv: calls.append(("compare", argv)) or 0)
+    monkeypatch.setattr(reproduce.time, "monotonic", lambda: next(clock))
+    assert reproduce.main(["liu2001", "--budget", "1h"]) == 1
+    assert [(k, a[0]) for k, a in calls] == [
+        ("sweep", "experiments/sweeps/liu2001.yaml"),
+        ("compare", "liu2001"),
+        ("sweep", "experiments/sweeps/liu2001-congestion.yaml"),
+        ("compare", "liu2001-congestion"),
+        ("compare", "liu2001-partition"),  # 0.5 s left: not started, its report still written
+    ]
+    assert calls[0][1][-2:] == ["--budget", "3600s"] and calls[2][1][-2:] == ["--budget", "2600s"]
+    calls.clear()
+    assert reproduce.main(["yu2004-100"]) == 0
+    assert [(k, a[0]) for k, a in calls] == [
+        ("sweep", "experiments/sweeps/yu2004-100.yaml"),
+        ("compare", "yu2004-100"),
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,43 @@ def test_parse_flow_receiver_without_data_is_a_measured_zero(tmp_path: Path) -> 
     res = traffic.parse_flow(fl)
     assert res["throughput_bps"] == 0.0 and res["bytes_received"] == 0
     assert res["error"] is None
+
+
+def test_a_file_transfer_is_timed_when_the_receiver_has_the_whole_file(tmp_path: Path) -> None:
+    """iperf3 -n ends the test when the sender has written its bytes (what is still buffered never
+    arrives), so a file flow runs testbed/xfer.py, and its time ends at the receiver's EOF."""
+    sc = load_scenario(CHAIN5, {"traffic.tcp[0].transfer_bytes": 100_000})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    argv = fl.client_argv("10.0.0.5", 30)
+    assert argv[1] == str(traffic.XFER) and argv[argv.index("--bytes") + 1] == "100000" and "-n" not in argv
+    assert fl.server_argv()[1:3] == [str(traffic.XFER), "recv"]
+    sender = {"role": "sender", "bytes": 100_000, "start_mono_s": 50.0, "end_mono_s": 53.5, "complete": True}
+    receiver = {"role": "receiver", "bytes": 100_000, "start_mono_s": 50.1, "end_mono_s": 53.4, "complete": True}
+    fl.client_json.write_text(json.dumps({**sender, "retransmits": 2}))
+    fl.server_json.write_text(json.dumps(receiver))
+    res = traffic.parse_flow(fl)
+    assert res["file_delivered"] is True and res["retransmits"] == 2
+    assert res["transfer_time_s"] == pytest.approx(3.4)
+    # the run ended first: no transfer time, and the aggregate counts the flow as failed
+    cut = {**receiver, "bytes": 60_000, "complete": False, "error": "interrupted (SIGINT)"}
+    fl.server_json.write_text(json.dumps(cut))
+    res = traffic.parse_flow(fl)
+    assert res["file_delivered"] is False and "transfer_time_s" not in res
+    from experiments.aggregate import run_metrics
+
+    m, _ = run_metrics({"flows": [{"proto": "tcp", "src": 1, **res}]})
+    assert math.isnan(m["transfer_time_s"]) and m["flows_failed"] == 1.0
+    ok = {"proto": "tcp", "src": 1, "throughput_bps": 8e4, "bytes_received": 150_000}
+    m, _ = run_metrics({"flows": [{**ok, "file_delivered": True, "transfer_time_s": 3.3}]})
+    assert m["transfer_time_s"] == 3.3  # the receiver's time, not bytes x 8 / throughput (15 s)
+
+
+def test_a_tcp_receiver_waits_for_data_as_long_as_the_flow_may_last(tmp_path: Path) -> None:
+    """iperf3's server ends a test after 120 s without data: a long outage (a Liu partition and
+    the persist probes after it) is a stall to measure, not the end of the flow."""
+    sc = load_scenario(CHAIN5, {"duration_s": 400, "traffic.tcp[0].duration_s": 390})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    assert fl.server_argv() == ["iperf3", "-s", "-1", "-J", "-p", "5201", "--rcv-timeout", "390000"]
+    sc = load_scenario(CHAIN5, {"traffic.tcp[0].duration_s": 10})
+    (fl,) = traffic.make_flows(sc, tmp_path)
+    assert fl.server_argv()[-1] == "120000"  # never below iperf3's own

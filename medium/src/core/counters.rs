@@ -37,6 +37,9 @@ pub(super) struct Counters {
     pub(super) rx_outcome: BTreeMap<(&'static str, &'static str), u64>,
     pub(super) p2p_lost: u64,
     pub(super) p2p_delivered: u64,
+    /// p2p congestion windows: frames marked CE, not-ECT frames dropped.
+    pub(super) p2p_ce_marked: u64,
+    pub(super) p2p_congestion_dropped: u64,
     /// Airtime of every transmission (all stations), summed per `AIRTIME_BIN_NS` bin of the
     /// transmission's start: the channel's busy share over time (timeline).
     pub(super) airtime_bins: Vec<u64>,
@@ -142,7 +145,12 @@ impl Medium {
             "transmissions": self.c.transmissions,
             "receptions_evaluated": self.c.receptions_evaluated,
             "events_processed": self.c.events,
-            "p2p": {"delivered": self.c.p2p_delivered, "lost": self.c.p2p_lost},
+            "p2p": {
+                "delivered": self.c.p2p_delivered,
+                "lost": self.c.p2p_lost,
+                "ce_marked": self.c.p2p_ce_marked,
+                "congestion_dropped": self.c.p2p_congestion_dropped,
+            },
             "airtime_series": {"bin_ns": AIRTIME_BIN_NS, "airtime_ns": self.c.airtime_bins},
             "trace_records": self.trace.len() / TRACE_RECORD_BYTES,
             "per_station": per,

@@ -1,6 +1,13 @@
 //! The point-to-point channel (config `p2p`): instead of the radio, each station reaches only
 //! its configured neighbours over links with a rate, a delay range, loss, BER and reordering.
 //! A frame is serialized on each link in turn (per-link `busy_until`), no MAC contention.
+//!
+//! Congestion windows (config `p2p.congestion`, Liu & Singh 2001 section V-B: "a local source
+//! dumps packets into ip_output() for a period of 200 ms" every 5 s, which "results in the
+//! generation of an explicit congestion notification"): during a window the direction is busy
+//! with the flood, so a frame offered then starts at the window's end; RFC 3168 section 5: "the
+//! router sets the CE codepoint" of an ECN-capable packet (ECT(0) or ECT(1)) instead of dropping
+//! it, and drops a not-ECT one. The IPv4 header checksum is updated incrementally (RFC 1624).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -11,10 +18,72 @@ use crate::errmodel;
 use crate::rng::{Pcg32, STREAM_P2P};
 use crate::BROADCAST;
 
+/// RFC 3168 section 5: the ECN field's codepoints.
+pub const ECN_NOT_ECT: u8 = 0;
+pub const ECN_CE: u8 = 3;
+
+/// Periodic windows `[start + k period, start + k period + duration)`, k >= 0, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Windows {
+    pub start: u64,
+    pub period: u64,
+    pub duration: u64,
+}
+
+impl Windows {
+    /// The end of the window containing `t`, or None when `t` is outside every window.
+    pub fn end_of_window_at(&self, t: u64) -> Option<u64> {
+        if t < self.start || self.period == 0 {
+            return None;
+        }
+        let ws = self.start + (t - self.start) / self.period * self.period;
+        if t < ws + self.duration {
+            Some(ws + self.duration)
+        } else {
+            None
+        }
+    }
+}
+
+/// The ECN field of an IPv4 packet (RFC 3168 section 5), None if `p` is not IPv4.
+pub fn ip_ecn(p: &[u8]) -> Option<u8> {
+    if p.len() >= 20 && p[0] >> 4 == 4 {
+        Some(p[1] & 3)
+    } else {
+        None
+    }
+}
+
+/// A copy of IPv4 packet `p` with the ECN field set to CE and the header checksum updated
+/// (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), m the 16-bit word holding the TOS byte).
+pub fn with_ce(p: &[u8]) -> Vec<u8> {
+    let mut b = p.to_vec();
+    let old = u16::from_be_bytes([b[0], b[1]]) as u32;
+    b[1] |= ECN_CE;
+    let new = u16::from_be_bytes([b[0], b[1]]) as u32;
+    let hc = u16::from_be_bytes([b[10], b[11]]) as u32;
+    let mut sum = (!hc & 0xFFFF) + (!old & 0xFFFF) + new;
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    let hc2 = !(sum as u16);
+    b[10..12].copy_from_slice(&hc2.to_be_bytes());
+    b
+}
+
 pub(super) struct P2pLink {
     pub(super) props: P2pProps,
     pub(super) busy_until: u64,
     pub(super) rng: Pcg32,
+    /// Congestion windows on this direction.
+    pub(super) congestion: Vec<Windows>,
+}
+
+impl P2pLink {
+    /// The end of the congestion window `t` falls in (the latest, if several overlap).
+    fn congested_until(&self, t: u64) -> Option<u64> {
+        self.congestion.iter().filter_map(|w| w.end_of_window_at(t)).max()
+    }
 }
 
 impl Medium {
@@ -27,7 +96,7 @@ impl Medium {
             let (ia, ib) = (m.idx(a)?, m.idx(b)?);
             for (x, y) in [(ia, ib), (ib, ia)] {
                 let rng = Pcg32::new(m.seed, STREAM_P2P, ((m.sta[x].id as u64) << 32) | m.sta[y].id as u64);
-                links.insert((x, y), P2pLink { props: props.clone(), busy_until: 0, rng });
+                links.insert((x, y), P2pLink { props: props.clone(), busy_until: 0, rng, congestion: Vec::new() });
             }
             Ok(())
         };
@@ -39,6 +108,16 @@ impl Medium {
             for w in pc.chain.windows(2) {
                 add(self, w[0], w[1], props, &mut links)?;
             }
+        }
+        for (i, c) in pc.congestion.iter().enumerate() {
+            let ok = c.period_s.is_finite() && c.period_s > 0.0 && c.duration_s > 0.0 && c.duration_s < c.period_s && c.start_s >= 0.0 && c.start_s.is_finite();
+            if !ok {
+                return Err(format!("p2p.congestion[{i}]: need period_s > 0, 0 < duration_s < period_s and start_s >= 0"));
+            }
+            let key = (self.idx(c.from)?, self.idx(c.to)?);
+            let l = links.get_mut(&key).ok_or_else(|| format!("p2p.congestion[{i}]: no p2p link {}-{}", c.from, c.to))?;
+            let ns = |s: f64| (s * 1e9).round() as u64;
+            l.congestion.push(Windows { start: ns(c.start_s), period: ns(c.period_s), duration: ns(c.duration_s) });
         }
         let mut nb = vec![Vec::new(); self.sta.len()];
         for &(a, b) in links.keys() {
@@ -90,7 +169,30 @@ impl Medium {
             let cut = self.link_cut(s, d) || !self.sta[d].on;
             let links = self.p2p.as_mut().unwrap();
             let l = links.get_mut(&(s, d)).unwrap();
-            let start = now.max(l.busy_until);
+            let mut start = now.max(l.busy_until);
+            let mut payload = payload.clone();
+            if !cut {
+                if let Some(end) = l.congested_until(start) {
+                    match ip_ecn(&payload) {
+                        None | Some(ECN_NOT_ECT) => {
+                            // Dropped in the flooded queue; the sender cannot tell. It is not
+                            // serialized (the link stays the flood's) but holds the sender for
+                            // its frame time, so back-to-back frames arrive at the link's rate
+                            // (and a saturated source does not offer again at the same instant).
+                            let bits = (len + l.props.overhead_bytes) as f64 * 8.0;
+                            done = done.max(now + (bits / l.props.rate_bps * 1e9).round() as u64);
+                            self.c.p2p_congestion_dropped += 1;
+                            continue;
+                        }
+                        Some(ECN_CE) => {}
+                        Some(_) => {
+                            payload = Rc::from(with_ce(&payload));
+                            self.c.p2p_ce_marked += 1;
+                        }
+                    }
+                    start = end;
+                }
+            }
             let bits = (len + l.props.overhead_bytes) as f64 * 8.0;
             let end = start + (bits / l.props.rate_bps * 1e9).round() as u64;
             l.busy_until = end;

@@ -966,6 +966,16 @@ class DsrRouting(RoutingProtocol):
                     PacketDropped(now_ns=self._now, packet=frame.packet, reason="ifq_full", route=route)
                 )
 
+    def ip_packet(self, packet: bytes) -> bytes:
+        """Section 8.1.4: the datagram without the DSR Options header (b"" for a DSR packet that
+        carries none: Next Header 59, a routing packet of its own)."""
+        if len(packet) < 24 or packet[9] != ipv4.IPPROTO_DSR:
+            return packet
+        ihl = (packet[0] & 0x0F) * 4
+        if len(packet) < ihl + 4 or packet[ihl] == NO_NEXT_HEADER:
+            return b""
+        return srcroute.strip(packet)
+
     def state(self) -> dict[str, Any]:
         return {
             "cache": self.cache.state(),
