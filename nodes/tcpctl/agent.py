@@ -211,6 +211,7 @@ class Conn:
     dupacks: int = 0
     hold: Hold | None = None
     withhold_dupacks: frozenset[int] = frozenset()
+    withhold_dupacks_from: int = 0  # withhold every k-th dupACK with k >= this (0: none)
     ecn_in: EcnRule | None = None
     ecn_out: EcnRule | None = None
     rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
@@ -461,9 +462,14 @@ class EndpointAgent:
         c.stats["dupacks_added"] += n
         return [ToKernel(ack) for _ in range(n)]
 
-    def set_withhold_dupacks(self, cid: ConnId, counts: frozenset[int] | set[int]) -> None:
-        """Withhold the k-th duplicate ACK of every run, for k in ``counts`` (ATCP: {3})."""
-        self.conns[cid].withhold_dupacks = frozenset(counts)
+    def set_withhold_dupacks(
+        self, cid: ConnId, counts: frozenset[int] | set[int], from_count: int = 0
+    ) -> None:
+        """Withhold the k-th duplicate ACK of every run, for k in ``counts``, and every one from
+        the ``from_count``-th on (0: none); ATCP in loss: all from the third on."""
+        c = self.conns[cid]
+        c.withhold_dupacks = frozenset(counts)
+        c.withhold_dupacks_from = from_count
 
     def set_ecn(
         self,
@@ -670,7 +676,7 @@ class EndpointAgent:
                 c.hold = None
                 out.append(ToKernel(self._ecn_in(c, packet)))
                 return _DONE
-        if is_dup and c.dupacks in c.withhold_dupacks:
+        if is_dup and (c.dupacks in c.withhold_dupacks or 0 < c.withhold_dupacks_from <= c.dupacks):
             c.stats["dupacks_withheld"] += 1
             return Drop(packet, "tcpctl_dupack_withheld")
         return None

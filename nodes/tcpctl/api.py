@@ -105,8 +105,16 @@ class TcpControl:
     def retransmit_unacked(self, conn: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
         return self.agent.retransmit_unacked(conn, now_ns, limit)
 
-    def withhold_dupacks(self, conn: ConnId, counts: set[int] | frozenset[int]) -> None:
-        self.agent.set_withhold_dupacks(conn, counts)
+    def withhold_dupacks(self, conn: ConnId, counts: set[int] | frozenset[int], from_count: int = 0) -> None:
+        self.agent.set_withhold_dupacks(conn, counts, from_count)
+
+    def snapshot(self, conn: ConnId) -> None:
+        """Save the kernel's cwnd and ssthresh (executed at the next ACK the kernel processes)."""
+        self.agent.kernel.snapshot(conn)
+
+    def restore(self, conn: ConnId) -> None:
+        """Set cwnd and ssthresh back to the last snapshot (at the next ACK the kernel processes)."""
+        self.agent.kernel.restore(conn, "old")
 
     def add_dupacks(self, conn: ConnId, n: int) -> list[Action]:
         return self.agent.add_dupacks(conn, n)
