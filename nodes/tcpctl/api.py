@@ -8,7 +8,7 @@ Every sender behaviour of the papers is a call here (docs/fidelity.md has the fu
 | ELFN thaw: old values / default (RTO 6 s, cwnd 2) | automatic on the probe's ACK; ``thaw(conn, now, restore=...)`` |
 | EPLN Algorithm 2 (ICMP with seqno and pkt_lost) | ``epln_notice(conn, seq, pkt_lost, now)`` |
 | BEAD: the receiver's router resends the highest lost ACK | ``resend_ack(conn)`` (on the receiver's station) |
-| ATCP: 3 dupACKs -> withhold the 3rd, persist, retransmit | ``withhold_dupacks(conn, {3})``, ``hold(conn, now, "quiet", "new_ack")``, ``retransmit_unacked(conn, now)`` |
+| ATCP: 3 dupACKs -> withhold from the 3rd, persist, retransmit, restore cwnd at the exit | ``withhold_dupacks(conn, set(), from_count=3)``, ``hold(conn, now, "quiet", "new_ack")``, ``snapshot(conn)``, ``retransmit(conn, snd_una, now)``, ``restore(conn)`` |
 | ATCP: Destination Unreachable -> persist, cwnd = 1 segment | ``hold(conn, now, "persist", "any_ack")`` + ``set_cwnd(conn, 1)`` (``atcp_disconnect``) |
 | ATCP: ECN -> congested (TCP's own reaction) | ``set_ecn(conn, "in", ece=True)`` |
 | ABRA backoff + restore cwnd/2, ssthresh/4 | ``rto_policy(conn, Abra(0.1, 0.6))`` |

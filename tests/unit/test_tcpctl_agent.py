@@ -107,6 +107,15 @@ def test_dupacks_counted_and_third_withheld(agent: EndpointAgent) -> None:
     assert P.parse_tcp(extra[0].packet).ack == ISS + MSS  # type: ignore[union-attr]
 
 
+def test_dupacks_withheld_from_the_third_on(agent: EndpointAgent) -> None:
+    agent.set_withhold_dupacks(CID, set(), from_count=3)
+    agent.on_inbound(ack(1), 0)
+    out = [agent.on_inbound(ack(1), i) for i in range(1, 7)]
+    assert [kinds(o) for o in out] == [["ToKernel"]] * 2 + [["Drop"]] * 4
+    assert agent.on_inbound(ack(2), 8) == [ToKernel(ack(2))]  # a new ACK starts a new run
+    assert kinds(agent.on_inbound(ack(2), 9)) == ["ToKernel"]
+
+
 def test_hold_rewrites_windows_and_release_restores(agent: EndpointAgent) -> None:
     acts = agent.hold(CID, HoldMode.PERSIST, 0)
     (zw,) = acts
