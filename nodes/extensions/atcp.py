@@ -324,7 +324,8 @@ class Atcp:
         acts: list[Action] = []
         c = self.conns[conn]
         if a is not None and a.snd_una is not None:
-            acts = self.api.retransmit(conn, a.snd_una, now_ns)
+            # a fresh TSval, as TCP's own retransmission would carry (else PAWS may refuse it)
+            acts = self.api.retransmit(conn, a.snd_una, now_ns, fresh_ts=True)
             if acts:
                 self._count("rexmt")
                 for e, (t, _) in c.sent.items():

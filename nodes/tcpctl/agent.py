@@ -428,8 +428,15 @@ class EndpointAgent:
         acts = self.release(cid, now_ns)
         return acts + self._retransmit_lost(c, lost)
 
-    def retransmit(self, cid: ConnId, seq: int, now_ns: int) -> list[Action]:
-        """Send the agent's copy of the segment starting at ``seq`` (or containing it)."""
+    def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+        """Send the agent's copy of the segment starting at ``seq`` (or containing it).
+
+        ``fresh_ts``: with the timestamps the kernel would put on it now (RFC 7323: TSval from
+        the kernel's clock, the agent's latest TSval + the ms since; TSecr the peer's latest
+        TSval). The copy's own TSval may be older than the receiver's TS.Recent by then (advanced
+        by later in-order segments), and the receiver discards such a segment (PAWS, RFC 7323
+        section 5) and only sends a duplicate ACK: seen on the Liu testbed, an ATCP
+        retransmission refused for 270 s."""
         c = self.conns.get(cid)
         if c is None:
             return []
@@ -443,6 +450,13 @@ class EndpointAgent:
         if pkt is None or (c.snd_una is not None and P.seq_le(P.parse_tcp(pkt).end_seq, c.snd_una)):  # type: ignore[union-attr]
             return []
         c.stats["agent_rexmt"] += 1
+        if fresh_ts and c.ts_val is not None:
+            buf = bytearray(pkt)
+            if P.set_ts_val(buf, c.ts_val + (now_ns - c.ts_val_ns) // NS_PER_MS):
+                peer = P.parse_tcp(c.last_ack_pkt) if c.last_ack_pkt is not None else None
+                if peer is not None and peer.ts_val is not None:
+                    P.set_ts_ecr(buf, peer.ts_val)
+                pkt = bytes(buf)
         return [ToNetwork(self._mark(pkt))]
 
     def retransmit_unacked(self, cid: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:

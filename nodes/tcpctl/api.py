@@ -99,8 +99,8 @@ class TcpControl:
         return self.hold(conn, now_ns, "persist", "any_ack") + self.set_cwnd(conn, 1)
 
     # ---------------------------------------------------------------- segments and ACKs
-    def retransmit(self, conn: ConnId, seq: int, now_ns: int) -> list[Action]:
-        return self.agent.retransmit(conn, seq, now_ns)
+    def retransmit(self, conn: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+        return self.agent.retransmit(conn, seq, now_ns, fresh_ts)
 
     def retransmit_unacked(self, conn: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
         return self.agent.retransmit_unacked(conn, now_ns, limit)
