@@ -40,8 +40,6 @@ FIELDS = (
     "bytes_sent",
     "n_rto_bpf",
 )
-
-
 def parse_nstat(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for line in text.splitlines():
