@@ -6,9 +6,9 @@ Before issue 12's fix ATCP resent every unacknowledged segment every second whil
 segments left sta1 for ~1000 of data, sta1's interface queue dropped 1684, and 47 of 100 kB
 arrived in 150 s; on this test's 12 kB it delivered 5720 bytes in 28 s while 2274 segments left
 sta1. Now (7 s for the file), per loss episode, ATCP resends the first unacknowledged segment
-(and again at its own RTO timer), so a small file arrives whole, sta1 sends little more than the file plus
-the random losses, and every ATCP retransmission is accounted for by a loss entry or a timer
-expiry. Coarse bounds; the numbers go to the test's summary (``results`` under tmp_path).
+(and again at its own RTO timer), so a small file arrives whole, sta1 sends little more than
+the file plus the random losses, and every ATCP retransmission is accounted for by a loss entry
+or a timer expiry. Coarse bounds; the numbers go to the test's summary (``results`` under tmp_path).
 """
 
 from __future__ import annotations
