@@ -153,6 +153,10 @@ class ConnAtcp:
     sent: dict[int, tuple[int, bool]] = field(default_factory=dict)
     """end sequence -> (first sent, retransmitted) of each unacknowledged segment: ATCP's RTT
     samples (Karn's algorithm: none from a retransmitted segment)."""
+    kdup: int = 0
+    """The duplicate ACKs TCP has counted (Linux's Reno ``sacked_out``): +1 per dupACK that
+    reaches it; a new ACK of n segments takes n - 1 off (``tcp_remove_reno_sacks``), so a
+    partial ACK of one segment leaves the count of the previous run."""
     srtt: int = 0
     """ns; ATCP's estimate of TCP's smoothed RTT (RFC 6298 section 2; 0: no sample yet)."""
     rttvar: int = 0
@@ -215,7 +219,9 @@ class Atcp:
         elif state == AtcpState.DISCONNECTED:
             self.api.withhold_dupacks(conn, {k})
         else:
-            self.api.withhold_dupacks(conn, set(), from_count=k)
+            # TCP may still count dupACKs of the previous run (kdup): it gets fewer of this one
+            c = self.conns.get(conn)
+            self.api.withhold_dupacks(conn, set(), from_count=max(1, k - (c.kdup if c else 0)))
 
     def _set(self, conn: ConnId, new: AtcpState, now_ns: int, cause: str) -> None:
         c = self.conns.setdefault(conn, ConnAtcp())
@@ -268,6 +274,7 @@ class Atcp:
         """Forget the segments ``ack`` covers; one RTT sample from the oldest of them (Linux's
         ``seq_rtt_us``) unless any was retransmitted (RFC 6298 section 3, Karn)."""
         acked = [e for e in c.sent if P.seq_le(e, ack)]
+        c.kdup = max(0, c.kdup - max(0, len(acked) - 1))
         if not acked:
             return
         first = min(c.sent[e][0] for e in acked)
@@ -379,6 +386,8 @@ class Atcp:
         conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
         self._rtt_sample(c, ev.ack, now_ns)
+        if c.state == AtcpState.NORMAL:
+            self._withhold(conn, c.state)
         c.rto_base = now_ns if self._outstanding(conn) else None  # the kernel re-arms its timer
         out: list[Action] = []
         if self._ece(conn) and c.state in (AtcpState.NORMAL, AtcpState.LOSS):
@@ -398,6 +407,9 @@ class Atcp:
     def on_dupack(self, ev: TcpDupack) -> list[Action]:
         conn, count, now_ns = ev.conn, ev.count, ev.now_ns
         c = self._track(conn)
+        a = self.api.agent.conns.get(conn)
+        if a is not None and not (count in a.withhold_dupacks or 0 < a.withhold_dupacks_from <= count):
+            c.kdup += 1  # this one reaches TCP (the agent decides after the hooks)
         if self._ece(conn) and c.state == AtcpState.NORMAL:
             self._set(conn, AtcpState.CONGESTED, now_ns, "ECN")
             self._count("congested")

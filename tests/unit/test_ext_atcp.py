@@ -216,6 +216,30 @@ def test_dupacks_in_loss_never_reach_tcp() -> None:
     assert [type(a) for a in r.dupacks(2)] == [ToKernel]
 
 
+def test_tcp_never_counts_three_dupacks_across_a_partial_ack() -> None:
+    """Linux's Reno count of dupACKs (sacked_out) loses only n - 1 at a new ACK of n segments:
+    2 dupACKs, then an ACK of one segment, leave it at 2, so the next dupACK would be TCP's third
+    (fast recovery, cwnd halved; seen on the Liu chain). ATCP withholds it; its own count starts
+    again and the third enters loss."""
+    r = Rig()
+    r.inbound(ack(1))
+    assert [type(a) for a in r.dupacks(2)] == [ToKernel]  # TCP counts 2
+    r.inbound(ack(2))  # one segment: TCP still counts 2
+    assert r.atcp.conns[CID].kdup == 2
+    (a,) = r.inbound(ack(2))
+    assert a == Drop(ack(2), "tcpctl_dupack_withheld") and r.state == S.NORMAL
+    r.inbound(ack(2))
+    r.inbound(ack(2))
+    assert r.atcp.state_of(CID) == S.LOSS
+    # an ACK of 3 segments takes 2 off: TCP's count is back to 0, the next run passes 2 again
+    r.send_new(5)
+    r.send_new(6)
+    r.inbound(ack(5))
+    assert r.atcp.conns[CID].kdup == 0 and r.state == S.NORMAL
+    assert [r.inbound(ack(5)) for _ in range(2)] == [[ToKernel(ack(5))]] * 2
+    assert r.atcp.conns[CID].kdup == 2
+
+
 def test_cwnd_saved_at_entry_restored_at_exit() -> None:
     """Section IV: asnd_cwnd; TCP's cwnd set back to it when ATCP takes TCP out of persist. The
     snapshot runs at the zero-window ACK that puts the kernel in persist (the same call)."""
