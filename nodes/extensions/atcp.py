@@ -1,6 +1,6 @@
 """ATCP, the thin layer between TCP and IP at the sender (Liu & Singh, IEEE JSAC 19(7) 2001,
 section III, Fig. 2, and section IV's implementation: ``atcp_input``, ``atcp_output``,
-``atcp_slowtimo``, ``atcp_notify``).
+``atcp_slowtimo``, ``atcp_timers``, ``atcp_notify``).
 
 States (Fig. 2) and what moves between them:
 
@@ -12,7 +12,9 @@ States (Fig. 2) and what moves between them:
   own separate timers to retransmit these segments in the event that ACK's are not forthcoming.
   Eventually, when a new ACK arrives ... ATCP forward that ACK to TCP which also removes TCP from
   persist mode. ATCP then returns to its normal state." ``atcp_output()`` "discards TCP's persist
-  probe packets" in loss.
+  probe packets" in loss; "If, after taking TCP out of persist mode, ATCP's congestion window
+  size is greater than TCP's congestion window size, TCP's congestion window size is set to
+  ATCP's congestion window size" (section IV).
 - *normal* -> *congested* on ECN: "ATCP ... does nothing. It ignores any duplicate ACKs ... and
   imminent RTO expiration events ... After TCP transmits a new segment, ATCP returns to its
   normal state." *loss* -> *congested* on ECN, and "ATCP removes TCP from its persist state".
@@ -21,24 +23,40 @@ States (Fig. 2) and what moves between them:
   sends a non-probe segment.
 
 Realisation with the endpoint agent (docs/fidelity.md "ATCP" rows): dupACKs counted by the agent
-(``tcp_dupack``; ``withhold_dupacks(conn, {3})`` drops the third), persist = ``hold`` (zero
-window; ``quiet`` in loss: the kernel's segments are discarded, ``persist`` when disconnected:
-its probes pass), retransmission from the agent's copies (``retransmit_unacked``), cwnd = 1 via
-the controllable Reno (``atcp_disconnect``), ECN-Echo read from the ACKs the agent keeps.
-"Imminent RTO": Linux exposes no pending-timer time, so the extension predicts it like
-``atcp_slowtimo``: a timer at ``last progress + srtt + rto_floor - imminent_margin`` (srtt from the
-kernel's BPF state; ``rto_floor`` is Linux's minimum RTO term), re-armed by every new ACK.
+(``tcp_dupack``); in normal and loss every dupACK from the third on is withheld (the kernel,
+in persist, would count the fourth as its third and enter fast recovery), persist = ``hold``
+(zero window; ``quiet`` in loss: the kernel's segments are discarded, ``persist`` when
+disconnected: its probes pass), cwnd = 1 via the controllable Reno (``atcp_disconnect``),
+ECN-Echo read from the ACKs the agent keeps.
+
+What ATCP sends in loss: the first unacknowledged segment (from the agent's copy), once when it
+enters loss and again each time its own retransmission timer expires without a new ACK; the
+timer is TCP's RTO (the kernel's srtt + rttvar) doubled at each expiry. The paper's three
+descriptions of what is resent all name one segment ("the offending segment", "retransmits the
+unacknowledged packet", "retransmits the packet whose retransmit timer was about to expire",
+sections III-A, IV, V-A), and its ~425 s for 1 MB against a 361 s bound (section V-A) leaves no
+room for resending a window per loss (docs/fidelity.md). The kernel's cwnd and ssthresh are
+saved when ATCP enters loss and set back when it leaves (``asnd_cwnd``), so a kernel RTO that
+expires in persist (Linux cannot stop its retransmission timer; it then runs
+``tcp_enter_loss()``) leaves no trace.
+
+"Imminent RTO": ``atcp_slowtimo()`` runs every 500 ms and acts when TCP's retransmission timer
+would expire before its next call. The extension acts ``imminent_lead`` (250 ms, the mean lead of
+that check) before the kernel's timer, predicted as ``last progress + RTO`` (last progress: the
+last new ACK, or a segment sent with nothing outstanding; RTO: see ``Atcp.rto_ns``, TCP's RTO
+without the RTT samples of segments only ATCP resent, which the paper's ATCP keeps from TCP).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from nodes.core.clock import NS_PER_S
+from nodes.core.clock import NS_PER_S, NS_PER_US
 from nodes.core.events import Action, CancelTimer, SetTimer
 from nodes.core.hooks import Needs
 from nodes.core.protocol import NodeContext, RoutingProtocol
@@ -82,43 +100,68 @@ class AtcpParams:
     tcp_rexmtthresh: int = 3
     """"puts TCP into persist mode if it has received tcp_rexmtthresh number of duplicate ACKs
     (the default value of tcp_rexmtthresh is 3)"; the tcp_rexmtthresh-th dupACK is withheld."""
-    imminent_margin: float = 0.05
-    """s; how long before the predicted RTO expiration ATCP acts ("about to expire")."""
-    rto_floor: float = 0.2
-    """s; Linux's minimum RTO term (TCP_RTO_MIN): predicted RTO = srtt + rto_floor, at least."""
-    srtt_default: float = 0.5
-    """s; srtt assumed before the kernel reports one."""
-    loss_rexmt_interval: float = 1.0
-    """s; ATCP's "own separate timers to retransmit these segments" while in loss."""
-    loss_rexmt_limit: int = 64
-    """Segments retransmitted per round in loss (the agent's copies of the send buffer)."""
+    imminent_lead: float = 0.25
+    """s; how long before TCP's predicted RTO expiry ATCP acts. "ATCP checks TCP/ATCP timers ...
+    by calling atcp_slowtimo() every 500 ms" (section IV) and acts when the timer expires before
+    its next call: a lead between 0 and 500 ms, 250 ms on average. A fixed lead, because Linux's
+    timer is not on the same 500 ms tick (a polled check would race it and sometimes lose)."""
+    rto_min: float = 0.2
+    """s; the floor of the variance term of TCP's RTO (Linux TCP_RTO_MIN) in ATCP's estimator."""
+    rto_default: float = 1.0
+    """s; TCP's RTO before the kernel has an RTT sample (RFC 6298 (2.1), Linux TCP_TIMEOUT_INIT)."""
+    loss_rexmt_max: float = 64.0
+    """s; ATCP's retransmission timer in loss doubles at each expiry up to this (the paper's TCP:
+    "the retransmission timer at the sender is doubled with each unsuccessful retransmission
+    attempt (until it reaches 64 s)", section I-A)."""
     imminent_rto: bool = True
     """Enter loss on a predicted RTO expiration (the paper's second trigger)."""
+    restore_cwnd: bool = True
+    """Set the kernel's cwnd/ssthresh back to their values at the entry into loss when ATCP
+    leaves it (section IV, ``asnd_cwnd``)."""
 
     def __post_init__(self) -> None:
-        if self.tcp_rexmtthresh < 1 or self.loss_rexmt_limit < 1:
-            raise ValueError("tcp_rexmtthresh and loss_rexmt_limit must be >= 1")
-        if min(self.imminent_margin, self.rto_floor, self.srtt_default) < 0 or self.loss_rexmt_interval <= 0:
-            raise ValueError("times must be >= 0 (loss_rexmt_interval > 0)")
+        if self.tcp_rexmtthresh < 1:
+            raise ValueError("tcp_rexmtthresh must be >= 1")
+        if min(self.rto_default, self.loss_rexmt_max) <= 0 or min(self.imminent_lead, self.rto_min) < 0:
+            raise ValueError("rto_default, loss_rexmt_max must be > 0 and imminent_lead, rto_min >= 0 (s)")
 
     @property
-    def imminent_margin_ns(self) -> int:
-        return round(self.imminent_margin * NS_PER_S)
+    def imminent_lead_ns(self) -> int:
+        return round(self.imminent_lead * NS_PER_S)
 
     @property
-    def rto_floor_ns(self) -> int:
-        return round(self.rto_floor * NS_PER_S)
+    def rto_min_ns(self) -> int:
+        return round(self.rto_min * NS_PER_S)
 
     @property
-    def loss_rexmt_interval_ns(self) -> int:
-        return round(self.loss_rexmt_interval * NS_PER_S)
+    def rto_default_ns(self) -> int:
+        return round(self.rto_default * NS_PER_S)
+
+    @property
+    def loss_rexmt_max_ns(self) -> int:
+        return round(self.loss_rexmt_max * NS_PER_S)
 
 
 @dataclass(slots=True)
 class ConnAtcp:
     state: AtcpState = AtcpState.NORMAL
+    rto_base: int | None = None
+    """When the kernel (re)started its retransmission timer: the last new ACK, or the first
+    segment sent with nothing outstanding (None: nothing outstanding)."""
     rto_due: int | None = None
     """When the imminent-RTO timer fires (None: not armed)."""
+    sent: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    """end sequence -> (first sent, retransmitted) of each unacknowledged segment: ATCP's RTT
+    samples (Karn's algorithm: none from a retransmitted segment)."""
+    kdup: int = 0
+    """The duplicate ACKs TCP has counted (Linux's Reno ``sacked_out``): +1 per dupACK that
+    reaches it; a new ACK of n segments takes n - 1 off (``tcp_remove_reno_sacks``), so a
+    partial ACK of one segment leaves the count of the previous run."""
+    srtt: int = 0
+    """ns; ATCP's estimate of TCP's smoothed RTT (RFC 6298 section 2; 0: no sample yet)."""
+    rttvar: int = 0
+    loss_rto: int = 0
+    """ns; the current interval of ATCP's own retransmission timer in loss."""
     history: list[tuple[int, str, str, str]] = field(default_factory=list)
     """(t_ns, old, new, cause)."""
 
@@ -128,17 +171,27 @@ class Atcp:
 
     name = "atcp"
 
-    def __init__(self, api: TcpControl, params: AtcpParams, log: logging.Logger) -> None:
+    def __init__(
+        self,
+        api: TcpControl,
+        params: AtcpParams,
+        log: logging.Logger,
+        extra: Counter[str] | None = None,
+    ) -> None:
         self.api = api
         self.p = params
         self.log = log
+        self.extra = extra
+        """The router's ``counters.extra``: the counters below appear there as ``atcp_<name>``."""
         self.conns: dict[ConnId, ConnAtcp] = {}
         self.counters = {
             "loss_dupack": 0,
             "loss_rto": 0,
             "congested": 0,
             "disconnected": 0,
-            "rexmt_rounds": 0,
+            "rexmt": 0,
+            "rexmt_timer": 0,
+            "loss_exits": 0,
         }
         api.on_segment_sent(self.on_segment_sent)
         api.on_ack(self.on_ack)
@@ -151,6 +204,25 @@ class Atcp:
         c = self.conns.get(conn)
         return AtcpState.NORMAL if c is None else c.state
 
+    def _count(self, name: str) -> None:
+        self.counters[name] += 1
+        if self.extra is not None:
+            self.extra[f"atcp_{name}"] += 1
+
+    def _withhold(self, conn: ConnId, state: AtcpState) -> None:
+        """normal and loss withhold every dupACK from the rexmtthresh-th on (TCP never counts
+        rexmtthresh of them); disconnected the rexmtthresh-th (its probes' answers pass);
+        congested "ignores any duplicate ACKs" (they all reach TCP)."""
+        k = self.p.tcp_rexmtthresh
+        if state == AtcpState.CONGESTED:
+            self.api.withhold_dupacks(conn, set())
+        elif state == AtcpState.DISCONNECTED:
+            self.api.withhold_dupacks(conn, {k})
+        else:
+            # TCP may still count dupACKs of the previous run (kdup): it gets fewer of this one
+            c = self.conns.get(conn)
+            self.api.withhold_dupacks(conn, set(), from_count=max(1, k - (c.kdup if c else 0)))
+
     def _set(self, conn: ConnId, new: AtcpState, now_ns: int, cause: str) -> None:
         c = self.conns.setdefault(conn, ConnAtcp())
         if new not in TRANSITIONS[c.state]:
@@ -159,14 +231,13 @@ class Atcp:
         c.history.append((now_ns, c.state.name, new.name, cause))
         del c.history[:-128]
         c.state = new
-        # normal withholds the rexmtthresh-th dupACK; congested "ignores any duplicate ACKs"
-        self.api.withhold_dupacks(conn, {self.p.tcp_rexmtthresh} if new != AtcpState.CONGESTED else set())
+        self._withhold(conn, new)
 
     def _track(self, conn: ConnId) -> ConnAtcp:
         c = self.conns.get(conn)
         if c is None:
             c = self.conns[conn] = ConnAtcp()
-            self.api.withhold_dupacks(conn, {self.p.tcp_rexmtthresh})
+            self._withhold(conn, c.state)
         return c
 
     def _held(self, conn: ConnId) -> bool:
@@ -184,33 +255,102 @@ class Atcp:
         t = P.parse_tcp(c.last_ack_pkt)
         return t is not None and bool(t.flags & P.ECE)
 
-    def _rto_timer(self, conn: ConnId, now_ns: int) -> list[Action]:
-        """(Re)arm the imminent-RTO timer: the kernel restarts its timer at every new ACK."""
-        c = self.conns[conn]
-        key: Hashable = (ENDPOINT, "atcp", conn, "rto")
-        if not self.p.imminent_rto or not self._outstanding(conn):
-            c.rto_due = None
-            return [CancelTimer(key)]
+    def rto_ns(self, conn: ConnId) -> int:
+        """TCP's RTO as the paper's TCP has it: the smaller of ATCP's own estimate (RFC 6298
+        over the RTT samples of segments sent once, Karn's algorithm) and the kernel's (srtt +
+        rttvar of its last RTT sample, Linux's ``__tcp_set_rto``, from the BPF state);
+        ``rto_default`` before either has a sample. The kernel also samples the ACK of a segment
+        only ATCP resent (it sent it once; the sample spans the whole loss recovery and inflates
+        its RTO), which the paper's ATCP prevents: ``atcp_timers()`` "stop[s] the RTT timer"."""
+        c = self.conns.get(conn)
+        own = c.srtt + max(self.p.rto_min_ns, 4 * c.rttvar) if c is not None and c.srtt else 0
         st = self.api.kernel_state(conn) or {}
-        srtt_ns = int(st.get("srtt_us", 0)) * 1000 or round(self.p.srtt_default * NS_PER_S)
-        c.rto_due = now_ns + max(0, srtt_ns + self.p.rto_floor_ns - self.p.imminent_margin_ns)
-        return [SetTimer(key, c.rto_due)]
+        kern = int(st.get("rto_est_us", 0)) * NS_PER_US
+        if own and kern:
+            return min(own, kern)
+        return own or kern or self.p.rto_default_ns
 
-    def _cancel_rto(self, conn: ConnId) -> list[Action]:
-        self.conns[conn].rto_due = None
-        return [CancelTimer((ENDPOINT, "atcp", conn, "rto"))]
+    def _rtt_sample(self, c: ConnAtcp, ack: int, now_ns: int) -> None:
+        """Forget the segments ``ack`` covers; one RTT sample from the oldest of them (Linux's
+        ``seq_rtt_us``) unless any was retransmitted (RFC 6298 section 3, Karn)."""
+        acked = [e for e in c.sent if P.seq_le(e, ack)]
+        c.kdup = max(0, c.kdup - max(0, len(acked) - 1))
+        if not acked:
+            return
+        first = min(c.sent[e][0] for e in acked)
+        karn = any(c.sent[e][1] for e in acked)
+        for e in acked:
+            del c.sent[e]
+        if karn:
+            return
+        r = now_ns - first
+        if not c.srtt:  # RFC 6298 (2.2)
+            c.srtt, c.rttvar = r, r // 2
+        else:  # (2.3): beta 1/4, alpha 1/8
+            c.rttvar += (abs(c.srtt - r) - c.rttvar) // 4
+            c.srtt += (r - c.srtt) // 8
+
+    def _rto_key(self, conn: ConnId) -> Hashable:
+        return (ENDPOINT, "atcp", conn, "rto")
+
+    def _loss_key(self, conn: ConnId) -> Hashable:
+        return (ENDPOINT, "atcp", conn, "loss")
+
+    def _arm_rto(self, conn: ConnId, now_ns: int) -> list[Action]:
+        """The imminent-RTO timer: ``imminent_lead`` before TCP's timer, which the kernel runs
+        from ``rto_base`` (the last new ACK, or a send with nothing outstanding)."""
+        c = self.conns[conn]
+        if not self.p.imminent_rto or c.rto_base is None or c.state != AtcpState.NORMAL:
+            if c.rto_due is None:
+                return []
+            c.rto_due = None
+            return [CancelTimer(self._rto_key(conn))]
+        c.rto_due = max(now_ns, c.rto_base + self._rto_minus_lead(conn))
+        return [SetTimer(self._rto_key(conn), c.rto_due)]
+
+    def _rto_minus_lead(self, conn: ConnId) -> int:
+        """The RTO less the lead, which is at most half the RTO (Linux's RTO can be 200 ms + srtt;
+        the paper's BSD TCP had a 1 s minimum, so its 500 ms check never acted sooner than half
+        an RTO after progress)."""
+        rto = self.rto_ns(conn)
+        return rto - min(self.p.imminent_lead_ns, rto // 2)
 
     def _enter_loss(self, conn: ConnId, now_ns: int, cause: str) -> list[Action]:
+        """Persist (window 0, the kernel's segments discarded), save cwnd/ssthresh (executed at
+        the zero-window ACK ``hold`` hands the kernel), resend the first unacknowledged segment
+        and start ATCP's own retransmission timer at TCP's RTO."""
         self._set(conn, AtcpState.LOSS, now_ns, cause)
-        acts = self.api.hold(conn, now_ns, "quiet", "new_ack")
-        acts += self._retransmit(conn, now_ns)
-        return acts
+        if self.p.restore_cwnd:
+            self.api.snapshot(conn)
+        acts = self._arm_rto(conn, now_ns) + self.api.hold(conn, now_ns, "quiet", "new_ack")
+        self.conns[conn].loss_rto = self.rto_ns(conn)
+        return acts + self._retransmit(conn, now_ns)
 
     def _retransmit(self, conn: ConnId, now_ns: int) -> list[Action]:
-        self.counters["rexmt_rounds"] += 1
-        acts = self.api.retransmit_unacked(conn, now_ns, self.p.loss_rexmt_limit)
-        acts.append(SetTimer((ENDPOINT, "atcp", conn, "loss"), now_ns + self.p.loss_rexmt_interval_ns))
+        a = self.api.agent.conns.get(conn)
+        acts: list[Action] = []
+        c = self.conns[conn]
+        if a is not None and a.snd_una is not None:
+            # a fresh TSval, as TCP's own retransmission would carry (else PAWS may refuse it)
+            acts = self.api.retransmit(conn, a.snd_una, now_ns, fresh_ts=True)
+            if acts:
+                self._count("rexmt")
+                for e, (t, _) in c.sent.items():
+                    if P.seq_lt(a.snd_una, e):
+                        c.sent[e] = (t, True)  # the segment at snd_una: no RTT sample from it
+                        break
+        acts.append(SetTimer(self._loss_key(conn), now_ns + c.loss_rto))
         return acts
+
+    def _leave_loss(self, conn: ConnId, now_ns: int, cause: str) -> list[Action]:
+        """Back to normal from loss (the agent forwards the new ACK and releases the hold): TCP
+        gets its congestion state of the entry back ("TCP's congestion window size is set to
+        ATCP's congestion window size")."""
+        self._set(conn, AtcpState.NORMAL, now_ns, cause)
+        self._count("loss_exits")
+        if self.p.restore_cwnd:
+            self.api.restore(conn)
+        return [CancelTimer(self._loss_key(conn))]
 
     def _answers_probe(self, conn: ConnId) -> bool:
         """This ACK (hook called before the agent acts on it) answers a persist probe, so the
@@ -220,64 +360,66 @@ class Atcp:
         h = None if c is None else c.hold
         return h is not None and h.release_on == "any_ack" and EndpointAgent.answers_probe(h)
 
-    def _leave_hold_states(self, conn: ConnId, now_ns: int, cause: str) -> list[Action]:
-        """The agent released the hold by itself (new ACK in loss, answered probe when
-        disconnected): ATCP is back in normal."""
-        c = self.conns.get(conn)
-        if c is None or c.state not in (AtcpState.LOSS, AtcpState.DISCONNECTED) or self._held(conn):
-            return []
-        self._set(conn, AtcpState.NORMAL, now_ns, cause)
-        return [CancelTimer((ENDPOINT, "atcp", conn, "loss"))]
-
     # ------------------------------------------------------------------ hooks
     def on_segment_sent(self, ev: TcpSegmentSent) -> list[Action]:
         conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
-        out = self._leave_hold_states(conn, now_ns, "TCP sends again")
+        end = (ev.seq + ev.length) & 0xFFFFFFFF
+        if end not in c.sent:
+            c.sent[end] = (now_ns, ev.retransmission)
+        elif ev.retransmission:
+            c.sent[end] = (c.sent[end][0], True)
+        if c.state == AtcpState.DISCONNECTED and not self._held(conn):
+            # the agent released the hold by itself (an answered probe): "atcp_output() will
+            # put ATCP back into normal state upon receiving such a packet from TCP"
+            self._set(conn, AtcpState.NORMAL, now_ns, "TCP sends again")
         if c.state == AtcpState.CONGESTED and not ev.retransmission:
             self._set(conn, AtcpState.NORMAL, now_ns, "TCP transmits a new segment")
-        if c.state == AtcpState.NORMAL and c.rto_due is None:
-            out += self._rto_timer(conn, now_ns)
-        return out
+        if c.rto_base is None:
+            c.rto_base = now_ns  # the kernel arms its timer when it sends with nothing outstanding
+        if c.rto_due is None:
+            return self._arm_rto(conn, now_ns)
+        return []
 
     def on_ack(self, ev: TcpAck) -> list[Action]:
         """A new ACK (called before the agent forwards it; in loss the agent then releases)."""
         conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
+        self._rtt_sample(c, ev.ack, now_ns)
+        if c.state == AtcpState.NORMAL:
+            self._withhold(conn, c.state)
+        c.rto_base = now_ns if self._outstanding(conn) else None  # the kernel re-arms its timer
         out: list[Action] = []
         if self._ece(conn) and c.state in (AtcpState.NORMAL, AtcpState.LOSS):
             if c.state == AtcpState.LOSS:
                 out += self.api.release(conn, now_ns)  # "ATCP removes TCP from its persist state"
-                out.append(CancelTimer((ENDPOINT, "atcp", conn, "loss")))
+                out.append(CancelTimer(self._loss_key(conn)))
             self._set(conn, AtcpState.CONGESTED, now_ns, "ECN")
-            self.counters["congested"] += 1
-            return out
-        if c.state == AtcpState.LOSS:
+            self._count("congested")
+        elif c.state == AtcpState.LOSS:
             # "when a new ACK arrives ... ATCP forward that ACK to TCP which also removes TCP from
             # persist mode. ATCP then returns to its normal state" (the agent forwards it)
-            self._set(conn, AtcpState.NORMAL, now_ns, "new ACK")
-            out.append(CancelTimer((ENDPOINT, "atcp", conn, "loss")))
-        elif c.state == AtcpState.DISCONNECTED:
-            if not self._answers_probe(conn):
-                return out
+            out += self._leave_loss(conn, now_ns, "new ACK")
+        elif c.state == AtcpState.DISCONNECTED and self._answers_probe(conn):
             self._set(conn, AtcpState.NORMAL, now_ns, "probe answered")
-        if c.state == AtcpState.NORMAL:
-            out += self._rto_timer(conn, now_ns)
-        return out
+        return out + self._arm_rto(conn, now_ns)
 
     def on_dupack(self, ev: TcpDupack) -> list[Action]:
         conn, count, now_ns = ev.conn, ev.count, ev.now_ns
         c = self._track(conn)
+        a = self.api.agent.conns.get(conn)
+        if a is not None and not (count in a.withhold_dupacks or 0 < a.withhold_dupacks_from <= count):
+            c.kdup += 1  # this one reaches TCP (the agent decides after the hooks)
         if self._ece(conn) and c.state == AtcpState.NORMAL:
             self._set(conn, AtcpState.CONGESTED, now_ns, "ECN")
-            self.counters["congested"] += 1
-            return []
+            self._count("congested")
+            return self._arm_rto(conn, now_ns)
         if c.state == AtcpState.NORMAL and count == self.p.tcp_rexmtthresh:
-            self.counters["loss_dupack"] += 1
-            return self._cancel_rto(conn) + self._enter_loss(conn, now_ns, f"{count} dupACKs")
+            self._count("loss_dupack")
+            return self._enter_loss(conn, now_ns, f"{count} dupACKs")
         if c.state == AtcpState.DISCONNECTED and self._answers_probe(conn):
             self._set(conn, AtcpState.NORMAL, now_ns, "probe answered")
-            return self._rto_timer(conn, now_ns)
+            return self._arm_rto(conn, now_ns)
         return []
 
     def on_unreachable(self, ev: TcpUnreachable) -> list[Action]:
@@ -294,10 +436,10 @@ class Atcp:
         if c.state == AtcpState.DISCONNECTED:
             return self.api.hold(conn, now_ns, "persist", "any_ack")  # still held; ICMP consumed
         self._set(conn, AtcpState.DISCONNECTED, now_ns, "ICMP Destination Unreachable")
-        self.counters["disconnected"] += 1
+        self._count("disconnected")
         return [
-            *self._cancel_rto(conn),
-            CancelTimer((ENDPOINT, "atcp", conn, "loss")),
+            *self._arm_rto(conn, now_ns),
+            CancelTimer(self._loss_key(conn)),
             *self.api.atcp_disconnect(conn, now_ns),
         ]
 
@@ -310,16 +452,34 @@ class Atcp:
         if c is None:
             return []
         if kind == "rto":
-            c.rto_due = None
-            if c.state == AtcpState.NORMAL and self._outstanding(conn) and not self._held(conn):
-                self.counters["loss_rto"] += 1
-                return self._enter_loss(conn, now_ns, "RTO about to expire")
-            return []
+            return self._imminent(conn, c, now_ns)
         if kind == "loss" and c.state == AtcpState.LOSS:
-            if not self._held(conn):
-                return self._leave_hold_states(conn, now_ns, "released")
+            if not self._held(conn):  # released meanwhile (cannot happen without a new ACK)
+                return self._leave_loss(conn, now_ns, "released") + self._arm_rto(conn, now_ns)
+            # "its own separate timers to retransmit these segments in the event that ACK's are
+            # not forthcoming"; doubled like TCP's
+            self._count("rexmt_timer")
+            c.loss_rto = min(2 * c.loss_rto, self.p.loss_rexmt_max_ns)
             return self._retransmit(conn, now_ns)
         return []
+
+    def _imminent(self, conn: ConnId, c: ConnAtcp, now_ns: int) -> list[Action]:
+        """In normal, "if atcp_slowtimo() finds out that a timeout is about to happen, it will
+        call function atcp_timers()", which puts TCP in persist, resends the timed-out packet
+        and enters loss. The RTO is read again first: a sample since the timer was armed may
+        have moved the expiry later."""
+        c.rto_due = None
+        if (
+            c.state != AtcpState.NORMAL
+            or c.rto_base is None
+            or not self._outstanding(conn)
+            or self._held(conn)
+        ):
+            return []
+        if c.rto_base + self._rto_minus_lead(conn) > now_ns:
+            return self._arm_rto(conn, now_ns)
+        self._count("loss_rto")
+        return self._enter_loss(conn, now_ns, "RTO about to expire")
 
     def state(self) -> dict[str, Any]:
         return {
@@ -334,4 +494,4 @@ NEEDS = Needs(endpoint=True)
 
 
 def attach(ctx: NodeContext, protocol: RoutingProtocol, params: AtcpParams) -> Atcp:
-    return Atcp(endpoint_of(ctx, "atcp"), params, ctx.log.getChild("atcp"))
+    return Atcp(endpoint_of(ctx, "atcp"), params, ctx.log.getChild("atcp"), ctx.counters.extra)

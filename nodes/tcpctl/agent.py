@@ -211,6 +211,7 @@ class Conn:
     dupacks: int = 0
     hold: Hold | None = None
     withhold_dupacks: frozenset[int] = frozenset()
+    withhold_dupacks_from: int = 0  # withhold every k-th dupACK with k >= this (0: none)
     ecn_in: EcnRule | None = None
     ecn_out: EcnRule | None = None
     rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
@@ -427,8 +428,15 @@ class EndpointAgent:
         acts = self.release(cid, now_ns)
         return acts + self._retransmit_lost(c, lost)
 
-    def retransmit(self, cid: ConnId, seq: int, now_ns: int) -> list[Action]:
-        """Send the agent's copy of the segment starting at ``seq`` (or containing it)."""
+    def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+        """Send the agent's copy of the segment starting at ``seq`` (or containing it).
+
+        ``fresh_ts``: with the timestamps the kernel would put on it now (RFC 7323: TSval from
+        the kernel's clock, the agent's latest TSval + the ms since; TSecr the peer's latest
+        TSval). The copy's own TSval may be older than the receiver's TS.Recent by then (advanced
+        by later in-order segments), and the receiver discards such a segment (PAWS, RFC 7323
+        section 5) and only sends a duplicate ACK: seen on the Liu testbed, an ATCP
+        retransmission refused for 270 s."""
         c = self.conns.get(cid)
         if c is None:
             return []
@@ -442,6 +450,13 @@ class EndpointAgent:
         if pkt is None or (c.snd_una is not None and P.seq_le(P.parse_tcp(pkt).end_seq, c.snd_una)):  # type: ignore[union-attr]
             return []
         c.stats["agent_rexmt"] += 1
+        if fresh_ts and c.ts_val is not None:
+            buf = bytearray(pkt)
+            if P.set_ts_val(buf, c.ts_val + (now_ns - c.ts_val_ns) // NS_PER_MS):
+                peer = P.parse_tcp(c.last_ack_pkt) if c.last_ack_pkt is not None else None
+                if peer is not None and peer.ts_val is not None:
+                    P.set_ts_ecr(buf, peer.ts_val)
+                pkt = bytes(buf)
         return [ToNetwork(self._mark(pkt))]
 
     def retransmit_unacked(self, cid: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
@@ -461,9 +476,14 @@ class EndpointAgent:
         c.stats["dupacks_added"] += n
         return [ToKernel(ack) for _ in range(n)]
 
-    def set_withhold_dupacks(self, cid: ConnId, counts: frozenset[int] | set[int]) -> None:
-        """Withhold the k-th duplicate ACK of every run, for k in ``counts`` (ATCP: {3})."""
-        self.conns[cid].withhold_dupacks = frozenset(counts)
+    def set_withhold_dupacks(
+        self, cid: ConnId, counts: frozenset[int] | set[int], from_count: int = 0
+    ) -> None:
+        """Withhold the k-th duplicate ACK of every run, for k in ``counts``, and every one from
+        the ``from_count``-th on (0: none); ATCP in loss: all from the third on."""
+        c = self.conns[cid]
+        c.withhold_dupacks = frozenset(counts)
+        c.withhold_dupacks_from = from_count
 
     def set_ecn(
         self,
@@ -670,7 +690,7 @@ class EndpointAgent:
                 c.hold = None
                 out.append(ToKernel(self._ecn_in(c, packet)))
                 return _DONE
-        if is_dup and c.dupacks in c.withhold_dupacks:
+        if is_dup and (c.dupacks in c.withhold_dupacks or 0 < c.withhold_dupacks_from <= c.dupacks):
             c.stats["dupacks_withheld"] += 1
             return Drop(packet, "tcpctl_dupack_withheld")
         return None

@@ -8,7 +8,7 @@ Every sender behaviour of the papers is a call here (docs/fidelity.md has the fu
 | ELFN thaw: old values / default (RTO 6 s, cwnd 2) | automatic on the probe's ACK; ``thaw(conn, now, restore=...)`` |
 | EPLN Algorithm 2 (ICMP with seqno and pkt_lost) | ``epln_notice(conn, seq, pkt_lost, now)`` |
 | BEAD: the receiver's router resends the highest lost ACK | ``resend_ack(conn)`` (on the receiver's station) |
-| ATCP: 3 dupACKs -> withhold the 3rd, persist, retransmit | ``withhold_dupacks(conn, {3})``, ``hold(conn, now, "quiet", "new_ack")``, ``retransmit_unacked(conn, now)`` |
+| ATCP: 3 dupACKs -> withhold from the 3rd, persist, retransmit, restore cwnd at the exit | ``withhold_dupacks(conn, set(), from_count=3)``, ``hold(conn, now, "quiet", "new_ack")``, ``snapshot(conn)``, ``retransmit(conn, snd_una, now)``, ``restore(conn)`` |
 | ATCP: Destination Unreachable -> persist, cwnd = 1 segment | ``hold(conn, now, "persist", "any_ack")`` + ``set_cwnd(conn, 1)`` (``atcp_disconnect``) |
 | ATCP: ECN -> congested (TCP's own reaction) | ``set_ecn(conn, "in", ece=True)`` |
 | ABRA backoff + restore cwnd/2, ssthresh/4 | ``rto_policy(conn, Abra(0.1, 0.6))`` |
@@ -99,14 +99,22 @@ class TcpControl:
         return self.hold(conn, now_ns, "persist", "any_ack") + self.set_cwnd(conn, 1)
 
     # ---------------------------------------------------------------- segments and ACKs
-    def retransmit(self, conn: ConnId, seq: int, now_ns: int) -> list[Action]:
-        return self.agent.retransmit(conn, seq, now_ns)
+    def retransmit(self, conn: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+        return self.agent.retransmit(conn, seq, now_ns, fresh_ts)
 
     def retransmit_unacked(self, conn: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
         return self.agent.retransmit_unacked(conn, now_ns, limit)
 
-    def withhold_dupacks(self, conn: ConnId, counts: set[int] | frozenset[int]) -> None:
-        self.agent.set_withhold_dupacks(conn, counts)
+    def withhold_dupacks(self, conn: ConnId, counts: set[int] | frozenset[int], from_count: int = 0) -> None:
+        self.agent.set_withhold_dupacks(conn, counts, from_count)
+
+    def snapshot(self, conn: ConnId) -> None:
+        """Save the kernel's cwnd and ssthresh (executed at the next ACK the kernel processes)."""
+        self.agent.kernel.snapshot(conn)
+
+    def restore(self, conn: ConnId) -> None:
+        """Set cwnd and ssthresh back to the last snapshot (at the next ACK the kernel processes)."""
+        self.agent.kernel.restore(conn, "old")
 
     def add_dupacks(self, conn: ConnId, n: int) -> list[Action]:
         return self.agent.add_dupacks(conn, n)

@@ -51,7 +51,8 @@ _ST_SCALARS = (
     "cmd_done frz_cwnd frz_ssthresh frz_srtt_us frz_rto_us applied_cwnd applied_ssthresh armed "
     "consec_rto series_una last_cwnd last_ssthresh last_srtt_us min_srtt_us max_srtt_us pending "
     "pending_cwnd pending_ssthresh rto_max_ms n_rto n_retrans n_rtt srtt_us rto_us recoveries "
-    "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us hold_cwnd hold_una hold_caps"
+    "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us hold_cwnd hold_una hold_caps "
+    "rttvar_us rto_est_us"
 ).split()
 _ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I")
 

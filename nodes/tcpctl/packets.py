@@ -174,6 +174,16 @@ def set_window(p: bytearray, window: int) -> None:
 
 def set_ts_ecr(p: bytearray, ts_ecr: int) -> bool:
     """Rewrite TSecr of the timestamp option (RFC 7323) in place; False if there is none."""
+    return _set_ts_field(p, 6, ts_ecr)
+
+
+def set_ts_val(p: bytearray, ts_val: int) -> bool:
+    """Rewrite TSval of the timestamp option (RFC 7323) in place; False if there is none."""
+    return _set_ts_field(p, 2, ts_val)
+
+
+def _set_ts_field(p: bytearray, at: int, value: int) -> bool:
+    """Rewrite the 32-bit field ``at`` bytes into the timestamp option, checksum updated."""
     ihl = (p[0] & 0x0F) * 4
     doff = (p[ihl + 12] >> 4) * 4
     i = 20
@@ -187,14 +197,14 @@ def set_ts_ecr(p: bytearray, ts_ecr: int) -> bool:
         if i + 1 >= doff or p[ihl + i + 1] < 2:
             return False
         if kind == TCPOPT_TIMESTAMP and p[ihl + i + 1] == 10 and i + 10 <= doff:
-            ts_ecr &= 0xFFFFFFFF
-            if (i + 6) % 2:  # TSecr not 16-bit aligned in the header: recompute
-                struct.pack_into("!I", p, ihl + i + 6, ts_ecr)
+            value &= 0xFFFFFFFF
+            if (i + at) % 2:  # the field is not 16-bit aligned in the header: recompute
+                struct.pack_into("!I", p, ihl + i + at, value)
                 struct.pack_into("!H", p, ihl + 16, 0)
                 struct.pack_into("!H", p, ihl + 16, tcp_checksum(p, ihl))
             else:
-                _tcp_word(p, ihl, i + 6, ts_ecr >> 16)
-                _tcp_word(p, ihl, i + 8, ts_ecr & 0xFFFF)
+                _tcp_word(p, ihl, i + at, value >> 16)
+                _tcp_word(p, ihl, i + at + 2, value & 0xFFFF)
             return True
         i += p[ihl + i + 1]
     return False

@@ -1,6 +1,8 @@
 """ATCP (Liu & Singh 2001, Fig. 2 and section IV) over the endpoint agent in virtual time:
-the transitions table-driven, the third dupACK withheld, persist/quiet holds, retransmission in
-loss, cwnd 1 on Destination Unreachable, the imminent-RTO timer at an exact time."""
+the transitions table-driven, dupACKs from the third on withheld, persist/quiet holds, one
+segment resent in loss and again at ATCP's own (doubling) RTO timer, cwnd/ssthresh saved at the
+entry into loss and restored at the exit, cwnd 1 on Destination Unreachable, the imminent-RTO
+check at the 500 ms slowtimo ticks."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 
 from nodes.core import NS_PER_MS, NS_PER_S
-from nodes.core.events import Drop, SetTimer, ToKernel, ToNetwork
+from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
 from nodes.core.protocol import NodeContext
 from nodes.extensions import attach_extensions
 from nodes.extensions.atcp import TRANSITIONS, Atcp, AtcpParams, AtcpState, IllegalTransition
@@ -27,6 +29,9 @@ CID = ConnId(A, 40000, B, 5201)
 MSS = 1000
 ISS, IRS = 1_000_000, 5_000_000
 RTO_KEY = ("endpoint", "atcp", CID, "rto")
+#: ATCP's RTO in the Rig after the first new ACK 10 ms after the segments were sent: RFC 6298 over
+#: one 10 ms sample, srtt 10 ms + max(rto_min 200 ms, 4 x 5 ms); below the kernel's 300 ms
+OWN_RTO = 210 * NS_PER_MS
 LOSS_KEY = ("endpoint", "atcp", CID, "loss")
 
 
@@ -41,10 +46,11 @@ def ack(n: int, flags: int = 0, window: int = 500) -> bytes:
 class Rig:
     def __init__(self, **params: Any) -> None:
         self.kern = FakeKernel()
-        self.kern.states[CID] = {"srtt_us": 100_000}
+        self.kern.states[CID] = {"srtt_us": 100_000, "rto_est_us": 300_000}
         self.agent = EndpointAgent(A, kernel=self.kern)
         ctx = NodeContext(station=1, n_stations=3, rng=random.Random(1), log=logging.getLogger("t"))
         ctx.endpoint = TcpControl(self.agent)
+        self.ctx = ctx
         (ext,) = attach_extensions(ctx, StaticRouting(ctx, {}), [{"name": "atcp", "params": params}])
         assert isinstance(ext, Atcp)
         self.atcp = ext
@@ -103,8 +109,7 @@ def probe_answered(r: Rig) -> None:
     r.agent.on_outbound(P.build_tcp(A, B, 40000, 5201, ISS + MSS - 1, IRS, P.ACK, 500), r.now)
     acts = r.inbound(ack(1))
     assert r.atcp.state_of(CID) == S.NORMAL
-    # ... and the imminent-RTO timer runs again (segments lost in the outage are outstanding)
-    assert SetTimer(RTO_KEY, r.now + 250 * NS_PER_MS) in acts
+    assert ToKernel(ack(1)) in acts
 
 
 SETUP: dict[str, Callable[[Rig], Any]] = {
@@ -155,27 +160,103 @@ def test_transitions(start: str, event: str, end: AtcpState, hold: HoldMode | No
         assert AtcpState[new] in TRANSITIONS[AtcpState[old]]
 
 
-def test_third_dupack_withheld_persist_and_retransmit_unacked() -> None:
+def test_third_dupack_withheld_persist_and_resend_first_unacked() -> None:
     r = Rig()
     r.inbound(ack(1))
     assert [type(a) for a in r.dupacks(2)] == [ToKernel]
     acts = r.inbound(ack(1))
     assert r.state == S.LOSS and r.hold == HoldMode.QUIET
     assert Drop(ack(1), "tcpctl_dupack_withheld") in acts
-    # ATCP sends TCP's unacknowledged segments itself (the agent's copies), then arms its timer
-    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(i) for i in (1, 2, 3, 4)]
-    assert SetTimer(LOSS_KEY, r.now + NS_PER_S) in acts
-    assert r.atcp.counters["loss_dupack"] == 1
+    # ATCP resends the first unacknowledged segment only (the offending one), and arms its own
+    # timer at TCP's RTO
+    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(1)]
+    assert SetTimer(LOSS_KEY, r.now + OWN_RTO) in acts
+    assert r.atcp.counters["loss_dupack"] == 1 and r.atcp.counters["rexmt"] == 1
     # the kernel's segments are discarded in loss
     assert r.agent.on_outbound(data(1), r.now)[0] == Drop(data(1), "tcpctl_withheld")
-    # no ACK: ATCP's own timer retransmits again
-    acts = r.agent.on_timer(LOSS_KEY, r.now + NS_PER_S)
-    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(i) for i in (1, 2, 3, 4)]
+    # no ACK: ATCP's own timer resends the same segment, and doubles
+    t = r.now + OWN_RTO
+    acts = r.agent.on_timer(LOSS_KEY, t)
+    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(1)]
+    assert SetTimer(LOSS_KEY, t + 2 * OWN_RTO) in acts
+    acts = r.agent.on_timer(LOSS_KEY, t + 2 * OWN_RTO)
+    assert SetTimer(LOSS_KEY, t + 6 * OWN_RTO) in acts
+    assert r.atcp.counters["rexmt"] == 3 and r.atcp.counters["rexmt_timer"] == 2
     # the new ACK goes to TCP unmodified (leaves persist), ATCP back to normal
     acts = r.inbound(ack(3))
     assert ToKernel(ack(3)) in acts
     assert r.atcp.state_of(CID) == S.NORMAL
     assert r.agent.conns[CID].hold is None
+
+
+def test_loss_timer_is_capped() -> None:
+    r = Rig(loss_rexmt_max=1.0)
+    to_loss(r)
+    t = r.now
+    for _ in range(4):
+        t += r.atcp.conns[CID].loss_rto
+        r.agent.on_timer(LOSS_KEY, t)
+    assert r.atcp.conns[CID].loss_rto == NS_PER_S
+
+
+def test_dupacks_in_loss_never_reach_tcp() -> None:
+    """TCP in persist would count the 4th dupACK as its 3rd and enter fast recovery (Linux does;
+    the paper's TCP never sees rexmtthresh of them): all are withheld until the new ACK."""
+    r = Rig()
+    to_loss(r)
+    for _ in range(10):
+        (a,) = r.inbound(ack(1))
+        assert a == Drop(ack(1), "tcpctl_dupack_withheld")
+    assert r.atcp.state_of(CID) == S.LOSS
+    acts = r.inbound(ack(5))
+    assert r.atcp.state_of(CID) == S.NORMAL and ToKernel(ack(5)) in acts
+    # a new run of dupACKs (the next hole): the first two reach TCP again
+    r.agent.on_outbound(data(5), r.now)
+    r.agent.on_outbound(data(6), r.now)
+    assert [type(a) for a in r.dupacks(2)] == [ToKernel]
+
+
+def test_tcp_never_counts_three_dupacks_across_a_partial_ack() -> None:
+    """Linux's Reno count of dupACKs (sacked_out) loses only n - 1 at a new ACK of n segments:
+    2 dupACKs, then an ACK of one segment, leave it at 2, so the next dupACK would be TCP's third
+    (fast recovery, cwnd halved; seen on the Liu chain). ATCP withholds it; its own count starts
+    again and the third enters loss."""
+    r = Rig()
+    r.inbound(ack(1))
+    assert [type(a) for a in r.dupacks(2)] == [ToKernel]  # TCP counts 2
+    r.inbound(ack(2))  # one segment: TCP still counts 2
+    assert r.atcp.conns[CID].kdup == 2
+    (a,) = r.inbound(ack(2))
+    assert a == Drop(ack(2), "tcpctl_dupack_withheld") and r.state == S.NORMAL
+    r.inbound(ack(2))
+    r.inbound(ack(2))
+    assert r.atcp.state_of(CID) == S.LOSS
+    # an ACK of 3 segments takes 2 off: TCP's count is back to 0, the next run passes 2 again
+    r.send_new(5)
+    r.send_new(6)
+    r.inbound(ack(5))
+    assert r.atcp.conns[CID].kdup == 0 and r.state == S.NORMAL
+    assert [r.inbound(ack(5)) for _ in range(2)] == [[ToKernel(ack(5))]] * 2
+    assert r.atcp.conns[CID].kdup == 2
+
+
+def test_cwnd_saved_at_entry_restored_at_exit() -> None:
+    """Section IV: asnd_cwnd; TCP's cwnd set back to it when ATCP takes TCP out of persist. The
+    snapshot runs at the zero-window ACK that puts the kernel in persist (the same call)."""
+    r = Rig()
+    to_loss(r)
+    i = r.kern.calls.index(("snapshot", CID))
+    assert ("restore", CID, "old") not in r.kern.calls
+    r.inbound(ack(4))
+    assert r.kern.calls[i + 1 :] == [("restore", CID, "old")]
+    assert r.atcp.counters["loss_exits"] == 1
+
+
+def test_no_restore_when_off() -> None:
+    r = Rig(restore_cwnd=False)
+    to_loss(r)
+    r.inbound(ack(4))
+    assert r.kern.calls == []
 
 
 def test_congested_passes_dupacks_to_tcp() -> None:
@@ -208,33 +289,84 @@ def test_unreachable_about_a_receivers_ack_is_left_to_the_kernel() -> None:
     assert atcp.state_of(ConnId(B, 5201, A, 40000)) == S.NORMAL and not kern.calls
 
 
-def test_imminent_rto_timer_exact_time_then_loss() -> None:
-    """srtt 100 ms (kernel) + floor 200 ms - margin 50 ms: ATCP acts 250 ms after the last
-    progress, before the kernel's RTO (>= srtt + 200 ms)."""
+def test_imminent_rto_lead_before_the_kernels_expiry() -> None:
+    """Own RTO 210 ms (one 10 ms sample), lead min(250 ms, RTO / 2) = 105 ms: the timer fires
+    105 ms after the new ACK at 10 ms, i.e. 105 ms before the kernel's timer would expire."""
     r = Rig()
-    assert r.atcp.conns[CID].rto_due == 250 * NS_PER_MS  # armed by the first segment at 0
-    acts = r.inbound(ack(1), dt_ms=40)  # progress at 40 ms re-arms
-    assert SetTimer(RTO_KEY, 290 * NS_PER_MS) in acts
-    acts = r.agent.on_timer(RTO_KEY, 290 * NS_PER_MS)
+    acts = r.inbound(ack(1), dt_ms=10)
+    assert SetTimer(RTO_KEY, 10 * NS_PER_MS + OWN_RTO // 2) in acts
+    acts = r.agent.on_timer(RTO_KEY, 10 * NS_PER_MS + OWN_RTO // 2)
     assert r.state == S.LOSS and r.hold == HoldMode.QUIET
-    assert [a.packet for a in acts if isinstance(a, ToNetwork)][0] == data(1)
+    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(1)]
     assert r.atcp.counters["loss_rto"] == 1
 
 
-def test_first_segment_arms_the_rto_timer() -> None:
+def test_imminent_lead_is_250ms_for_long_rtos() -> None:
+    """RTT 2 s: own RTO 2 s + 4 x 1 s = 6 s; the kernel's (rto_est 5 s) is smaller and wins; the
+    lead is the full 250 ms."""
+    r = Rig()
+    r.kern.states[CID] = {"srtt_us": 2_000_000, "rto_est_us": 5_000_000}
+    acts = r.inbound(ack(1), dt_ms=2000)
+    t = 2 * NS_PER_S
+    assert SetTimer(RTO_KEY, t + 5 * NS_PER_S - 250 * NS_PER_MS) in acts
+
+
+def test_progress_moves_the_imminent_timer() -> None:
+    r = Rig()
+    r.inbound(ack(1), dt_ms=10)
+    acts = r.inbound(ack(2), dt_ms=50)  # 60 ms: second sample of 60 ms
+    c = r.atcp.conns[CID]
+    assert (c.srtt, c.rttvar) == (10 * NS_PER_MS + 50 * NS_PER_MS // 8, 5 * NS_PER_MS + 45 * NS_PER_MS // 4)
+    rto = c.srtt + 200 * NS_PER_MS
+    assert SetTimer(RTO_KEY, 60 * NS_PER_MS + rto - rto // 2) in acts
+    # a stale timer (fired at the old time) re-arms instead of acting
+    acts = r.agent.on_timer(RTO_KEY, 10 * NS_PER_MS + OWN_RTO // 2)
+    assert r.state == S.NORMAL and acts == [SetTimer(RTO_KEY, 60 * NS_PER_MS + rto - rto // 2)]
+
+
+def test_karn_no_sample_from_a_segment_atcp_resent() -> None:
+    r = Rig()
+    to_loss(r)
+    c = r.atcp.conns[CID]
+    before = (c.srtt, c.rttvar)
+    r.inbound(ack(3), dt_ms=900)  # covers the resent segment 1: its 900+ ms are no RTT
+    assert (c.srtt, c.rttvar) == before
+    r.send_new(5)
+    r.inbound(ack(6), dt_ms=40)  # segments 3, 4 (sent once at 0) and 5: a sample again
+    assert (c.srtt, c.rttvar) != before
+
+
+def test_nothing_outstanding_disarms_and_a_send_rearms() -> None:
+    r = Rig()
+    acts = r.inbound(ack(5))  # all acknowledged
+    assert CancelTimer(RTO_KEY) in acts and r.atcp.conns[CID].rto_due is None
+    acts = r.send_new(5)
+    assert any(isinstance(a, SetTimer) and a.key == RTO_KEY for a in acts)
+
+
+def test_first_segment_arms_with_the_default_rto() -> None:
+    """Before any RTT sample the RTO is rto_default (1 s): the timer is 750 ms after the first
+    segment."""
     kern = FakeKernel()
     agent = EndpointAgent(A, kernel=kern)
-    atcp = Atcp(TcpControl(agent), AtcpParams(srtt_default=0.5), logging.getLogger("t"))
+    atcp = Atcp(TcpControl(agent), AtcpParams(), logging.getLogger("t"))
     agent.on_inbound(ack(0), 0)
     acts = agent.on_outbound(data(0), 7 * NS_PER_MS)
-    assert SetTimer(RTO_KEY, 7 * NS_PER_MS + 650 * NS_PER_MS) in acts  # 0.5 + 0.2 - 0.05 s
-    assert atcp.state_of(CID) == S.NORMAL
+    assert SetTimer(RTO_KEY, 757 * NS_PER_MS) in acts
+    assert atcp.rto_ns(CID) == NS_PER_S
 
 
 def test_imminent_rto_off() -> None:
     r = Rig(imminent_rto=False)
     acts = r.inbound(ack(1))
     assert not any(isinstance(a, SetTimer) and a.key == RTO_KEY for a in acts)
+
+
+def test_counters_reach_the_router() -> None:
+    r = Rig()
+    to_loss(r)
+    assert r.ctx.counters.extra["atcp_loss_dupack"] == 1
+    assert r.ctx.counters.extra["atcp_rexmt"] == 1
 
 
 def test_illegal_transition_is_rejected() -> None:

@@ -92,6 +92,19 @@ def test_retransmit_sends_the_copy(agent: EndpointAgent) -> None:
     assert agent.retransmit(CID, ISS + 3 * MSS, 0) == []  # already acknowledged
 
 
+def test_retransmit_with_fresh_timestamps(agent: EndpointAgent) -> None:
+    """The copy of segment 3 (TSval 100) sent 250 ms after the kernel's TSval 100 was seen: TSval
+    350 (the kernel's ms clock now) and TSecr the peer's latest TSval, checksum right; without
+    fresh_ts the copy goes as it was."""
+    agent.on_inbound(ack(1, ts=900), 0)
+    (a,) = agent.retransmit(CID, ISS + 3 * MSS, 250 * NS_PER_MS, fresh_ts=True)
+    assert isinstance(a, ToNetwork)
+    v = P.parse_tcp(a.packet)
+    assert v is not None and (v.ts_val, v.ts_ecr) == (350, 900) and v.seq == ISS + 3 * MSS
+    assert P.tcp_checksum_ok(a.packet) and a.packet[40 + 12 :] == data(3)[40 + 12 :]
+    assert agent.retransmit(CID, ISS + 3 * MSS, 250 * NS_PER_MS) == [ToNetwork(data(3))]
+
+
 def test_dupacks_counted_and_third_withheld(agent: EndpointAgent) -> None:
     seen: list[int] = []
     agent.hooks.subscribe(TcpDupack, lambda ev: seen.append(ev.count))
@@ -105,6 +118,15 @@ def test_dupacks_counted_and_third_withheld(agent: EndpointAgent) -> None:
     extra = agent.add_dupacks(CID, 2)
     assert kinds(extra) == ["ToKernel", "ToKernel"]
     assert P.parse_tcp(extra[0].packet).ack == ISS + MSS  # type: ignore[union-attr]
+
+
+def test_dupacks_withheld_from_the_third_on(agent: EndpointAgent) -> None:
+    agent.set_withhold_dupacks(CID, set(), from_count=3)
+    agent.on_inbound(ack(1), 0)
+    out = [agent.on_inbound(ack(1), i) for i in range(1, 7)]
+    assert [kinds(o) for o in out] == [["ToKernel"]] * 2 + [["Drop"]] * 4
+    assert agent.on_inbound(ack(2), 8) == [ToKernel(ack(2))]  # a new ACK starts a new run
+    assert kinds(agent.on_inbound(ack(2), 9)) == ["ToKernel"]
 
 
 def test_hold_rewrites_windows_and_release_restores(agent: EndpointAgent) -> None:

@@ -135,13 +135,18 @@ static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *
 	st->n_rto++;
 }
 
-static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcpctl_st *st,
-				   const struct tcpctl_ctl *ctl)
+static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *tp,
+				   struct tcpctl_st *st, const struct tcpctl_ctl *ctl)
 {
 	__u32 srtt_us = skops->srtt_us >> 3;
 
 	st->n_rtt++;
 	st->srtt_us = srtt_us;
+	/* RTT_CB runs at the end of tcp_rtt_estimator(), before tcp_set_rto(): the RTO this sample
+	 * gives is __tcp_set_rto() = srtt + rttvar (rttvar_us already includes the rto_min floor
+	 * through mdev_max_us). ATCP predicts "TCP's RTO is about to expire" from it. */
+	st->rttvar_us = tp->rttvar_us;
+	st->rto_est_us = srtt_us + tp->rttvar_us;
 	if (srtt_us) {
 		if (!st->min_srtt_us || srtt_us < st->min_srtt_us)
 			st->min_srtt_us = srtt_us;
@@ -202,7 +207,7 @@ int tcpctl_sockops(struct bpf_sock_ops *skops)
 		on_rto(skops, tp, st, ctl);
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
-		on_rtt(skops, st, ctl);
+		on_rtt(skops, tp, st, ctl);
 		break;
 	case BPF_SOCK_OPS_RETRANS_CB:
 		st->n_retrans++;

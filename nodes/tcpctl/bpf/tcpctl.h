@@ -79,6 +79,8 @@ struct tcpctl_st { /* written by BPF only */
 	__u32 hold_cwnd;     /* CMD_SET's cwnd, a ceiling for the kernel's own loss handling ... */
 	__u32 hold_una;      /* ... until an ACK with an open window advances snd_una past this */
 	__u32 hold_caps;     /* times set_state or cong_avoid lowered cwnd to hold_cwnd */
+	__u32 rttvar_us;     /* tp->rttvar_us at the last RTT sample (RTT_CB) ... */
+	__u32 rto_est_us;    /* ... and the RTO it gives: (srtt_us >> 3) + rttvar_us (__tcp_set_rto) */
 	__u64 rto_ts_ns[TCPCTL_RTO_LOG]; /* bpf_ktime_get_ns() of each expiration */
 	__u32 rto_log_us[TCPCTL_RTO_LOG];     /* icsk_rto when it expired */
 	__u32 rto_next_us[TCPCTL_RTO_LOG];    /* cap we set for the next RTO (0: none) */
