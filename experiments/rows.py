@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from testbed.results import ROWS_DIR
+
 #: Where the rows live, relative to the repository root (the working directory of every command).
-DATA_DIR: Final = Path("docs/results/data")
+DATA_DIR: Final = Path(ROWS_DIR)
 
 BASE_COLS: Final = ("experiment", "point_id", "index")
 RUN_COLS: Final = ("seed", "attempt", "valid", "invalid_reasons")

@@ -32,8 +32,15 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
+#: where sweeps keep their rows under version control (experiments/rows.py), relative to the repo
+ROWS_DIR = "docs/results/data"
+
+
 def git_revision(repo: Path = ROOT) -> dict[str, Any]:
-    """``{"rev": full hash or None, "dirty": tracked files changed (None if unknown)}`` of ``repo``."""
+    """``{"rev": full hash or None, "dirty": tracked files changed (None if unknown)}`` of ``repo``.
+
+    The sweeps' own rows (``ROWS_DIR``, appended as runs complete) do not count: otherwise every
+    row of a sweep from a clean checkout but the first would call its revision dirty."""
 
     def git(*args: str) -> str | None:
         try:
@@ -43,7 +50,7 @@ def git_revision(repo: Path = ROOT) -> dict[str, Any]:
         return res.stdout.strip() if res.returncode == 0 else None
 
     rev = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){ROWS_DIR}")
     return {"rev": rev, "dirty": bool(status) if status is not None else None}
 
 
