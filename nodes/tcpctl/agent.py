@@ -426,12 +426,12 @@ class EndpointAgent:
         lost = list(c.hold.lost_pkt)
         self.kernel.restore(cid, mode)
         acts = self.release(cid, now_ns)
-        return acts + self._retransmit_lost(c, lost)
+        return acts + self._retransmit_lost(c, lost, now_ns)
 
-    def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+    def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = True) -> list[Action]:
         """Send the agent's copy of the segment starting at ``seq`` (or containing it).
 
-        ``fresh_ts``: with the timestamps the kernel would put on it now (RFC 7323: TSval from
+        ``fresh_ts`` (default, as the kernel's own retransmissions): with the timestamps the kernel would put on it now (RFC 7323: TSval from
         the kernel's clock, the agent's latest TSval + the ms since; TSecr the peer's latest
         TSval). The copy's own TSval may be older than the receiver's TS.Recent by then (advanced
         by later in-order segments), and the receiver discards such a segment (PAWS, RFC 7323
@@ -683,7 +683,7 @@ class EndpointAgent:
                 out.append(CancelTimer(ThawTimer(c.id)))
                 self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
                 out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
-                out += self._retransmit_lost(c, lost)
+                out += self._retransmit_lost(c, lost, now_ns)
                 return _DONE
             answered = h.mode != HoldMode.PERSIST or self.answers_probe(h)
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
@@ -728,12 +728,12 @@ class EndpointAgent:
         self._apply_ecn(buf, c.ecn_in)
         return bytes(buf)
 
-    def _retransmit_lost(self, c: Conn, lost: list[int]) -> list[Action]:
+    def _retransmit_lost(self, c: Conn, lost: list[int], now_ns: int) -> list[Action]:
         # Algorithm 2: "for all seqno in lost_pkt do if seqno > last_ack_ then output(seqno)"
         out: list[Action] = []
         for s in lost:
             if c.snd_una is None or P.seq_le(c.snd_una, s):
-                out += self.retransmit(c.id, s, 0)
+                out += self.retransmit(c.id, s, now_ns)
         return out
 
     def _probe(self, c: Conn, now_ns: int) -> list[Action]:

@@ -99,7 +99,7 @@ class TcpControl:
         return self.hold(conn, now_ns, "persist", "any_ack") + self.set_cwnd(conn, 1)
 
     # ---------------------------------------------------------------- segments and ACKs
-    def retransmit(self, conn: ConnId, seq: int, now_ns: int, fresh_ts: bool = False) -> list[Action]:
+    def retransmit(self, conn: ConnId, seq: int, now_ns: int, fresh_ts: bool = True) -> list[Action]:
         return self.agent.retransmit(conn, seq, now_ns, fresh_ts)
 
     def retransmit_unacked(self, conn: ConnId, now_ns: int, limit: int | None = None) -> list[Action]:
