@@ -55,7 +55,13 @@ concurrent runs share alike. Override with MANET_ROUTER_NICE (0: leave them as t
 
 def router_nice() -> int:
     """The nice value for routers: ``MANET_ROUTER_NICE`` or ROUTER_NICE_DEFAULT."""
-    return int(os.environ.get("MANET_ROUTER_NICE", ROUTER_NICE_DEFAULT))
+    raw = os.environ.get("MANET_ROUTER_NICE")
+    if raw is None:
+        return ROUTER_NICE_DEFAULT
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"MANET_ROUTER_NICE: expected an integer nice value, got {raw!r}") from None
 
 
 def renice(pids: list[int], nice: int) -> list[int]:

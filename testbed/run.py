@@ -464,7 +464,9 @@ class Testbed:
             failed = procs.renice([pid for _, pid, _ in reply["pids"]], nice)
             if failed:
                 self._log(f"could not set nice {nice} on routers {failed} (not root?)")
-            res.summary["router_nice"] = nice
+                res.summary["router_nice_failed"] = failed
+            else:
+                res.summary["router_nice"] = nice
         self._wait_routers()
         if self.wired is not None:
             self.wired.start_gateway()

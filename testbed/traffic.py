@@ -100,6 +100,8 @@ class Flow:
         if ft is not None:
             argv = [sys.executable, str(XFER), "send", "--to", dst_ip, "--port", str(self.port)]
             argv += ["--json", str(self.client_json), "--bytes", str(ft.transfer_bytes), "--mss", str(ft.mss)]
+            limit = ft.duration_s if ft.duration_s is not None else default_duration_s
+            argv += ["--limit", f"{limit:g}"]
             if ft.cc:
                 argv += ["--cc", self.cc_name or ft.cc]
             w = self._window_bytes()
@@ -163,7 +165,7 @@ def listening_ports(ns: str) -> set[int]:
 
 def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], timeout_s: float = 10.0) -> None:
     for fl in flows:
-        out = open(fl.server_json, "wb")
+        out = open(fl.server_json if fl.file_transfer is None else fl.server_json.with_suffix(".log"), "wb")
         fl.server = stations[fl.dst].popen(
             fl.server_argv(),
             role=f"{'xfer' if fl.file_transfer else 'iperf3'}-server:{fl.id}",
@@ -183,13 +185,14 @@ def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], time
         if pending:
             time.sleep(0.02)
     if pending:
-        raise RuntimeError(f"iperf3 servers not listening after {timeout_s} s: {pending}")
+        raise RuntimeError(f"flow servers not listening after {timeout_s} s: {pending}")
 
 
 def start_client(
     fl: Flow, stations: Mapping[int | str, Station], default_duration_s: float, now_s: float
 ) -> None:
-    out = open(fl.client_json, "wb")
+    # xfer writes its record itself (at exit, also when signalled): its stdout/stderr go elsewhere
+    out = open(fl.client_json if fl.file_transfer is None else fl.client_json.with_suffix(".log"), "wb")
     fl.client = stations[fl.src].popen(
         fl.client_argv(stations[fl.dst].ip, default_duration_s),
         role=f"{'xfer' if fl.file_transfer else 'iperf3'}-client:{fl.id}",
@@ -320,8 +323,16 @@ def parse_transfer(
     }
     errors = [r.error for r in (sender, receiver) if r is not None and r.error]
     res["interrupted"] = any("interrupted" in e for e in errors)
+    failures = [e for e in errors if "interrupted" not in e]  # a tool or socket error, not the run's end
     if receiver is None:
-        res["error"] = "; ".join(errors) if errors else "no transfer receiver output"
+        # the sender completes only after the receiver's close, i.e. after it had every byte
+        done = sender is not None and sender.complete and sender.start_mono_s is not None
+        res["file_delivered"] = done
+        if done and sender is not None and sender.end_mono_s is not None and sender.start_mono_s is not None:
+            res["transfer_time_s"] = sender.end_mono_s - sender.start_mono_s
+            res["throughput_bps"] = 8.0 * sender.bytes / res["transfer_time_s"]
+        else:
+            res["error"] = "; ".join(errors) if errors else "no transfer receiver output"
         return res
     start = sender.start_mono_s if sender and sender.start_mono_s is not None else receiver.start_mono_s
     whole = receiver.complete and receiver.bytes >= (spec.transfer_bytes or 0)
@@ -333,6 +344,8 @@ def parse_transfer(
     elif receiver.start_mono_s is None:
         res["throughput_bps"] = 0.0  # never connected (no route in the run's time): a measured zero
         res["no_data"] = True
+        if failures:  # ... unless the sender failed for a reason of its own: say so
+            res["error"] = "; ".join(failures)
     else:
         t = (receiver.end_mono_s or receiver.start_mono_s) - (
             start if start is not None else receiver.start_mono_s

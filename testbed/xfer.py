@@ -21,6 +21,7 @@ time as the receiver's EOF minus the sender's connect. Standard library only: it
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import signal
 import socket
@@ -37,8 +38,11 @@ CHUNK = 65536
 #: ``tcpi_total_retrans`` is the 24th u32.
 TCP_INFO_TOTAL_RETRANS_OFFSET = 8 + 23 * 4
 TCP_INFO_LEN = 104
-#: how long the sender retries ``connect`` while the receiver is not yet listening, s
-CONNECT_RETRY_S = 5.0
+#: errors of ``connect`` the sender retries (until its ``--limit``): the receiver not yet listening,
+#: no route yet (an ICMP Destination Unreachable aborts a SYN_SENT socket), the SYNs timed out
+RETRY_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT})
+#: pause between two connection attempts, s
+CONNECT_RETRY_PAUSE_S = 0.05
 
 
 @dataclass
@@ -109,23 +113,23 @@ def send(
     mss: int | None,
     window_bytes: int | None,
 ) -> None:
-    deadline = time.monotonic() + CONNECT_RETRY_S
-    while True:
+    while True:  # until connected, or the --limit alarm (main) stops it
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if cc:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         if mss:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
         _window(sock, window_bytes)
-        rec.start_mono_s = time.monotonic()
+        if rec.start_mono_s is None:  # the transfer's time starts at the first attempt
+            rec.start_mono_s = time.monotonic()
         try:
             sock.connect((dst, port))
             break
-        except ConnectionRefusedError:
+        except OSError as e:
             sock.close()
-            if time.monotonic() > deadline:
+            if e.errno not in RETRY_ERRNOS:
                 raise
-            time.sleep(0.05)
+            time.sleep(CONNECT_RETRY_PAUSE_S)
     with sock:
         try:
             block = b"\0" * CHUNK
@@ -156,27 +160,36 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--bytes", type=int, required=True)
     s.add_argument("--cc", default=None, help="congestion control (TCP_CONGESTION)")
     s.add_argument("--mss", type=int, default=None, help="TCP_MAXSEG")
+    s.add_argument(
+        "--limit", type=float, default=None, help="stop after this many seconds (the flow's limit)"
+    )
     a = ap.parse_args(argv)
     rec = TransferRecord(role="sender" if a.role == "send" else "receiver")
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # no stop before the handlers are in place
+    for sig in stops:
+        signal.signal(sig, _on_signal)
+    if a.role == "send" and a.limit:
+        signal.setitimer(signal.ITIMER_REAL, a.limit)
     code = 0
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         if a.role == "send":
             send(a.to, a.port, a.bytes, rec, a.cc, a.mss, a.window)
         else:
             receive(a.port, rec, a.window)
     except _Stop as e:
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # a second signal must not cut the record
         rec.error = f"interrupted ({e})"
         if rec.start_mono_s is not None and rec.end_mono_s is None:
             rec.end_mono_s = time.monotonic()  # what arrived so far, over the time it took
         code = 1
-    except OSError as e:
+    except Exception as e:  # noqa: BLE001 - any failure goes into the record, not lost
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         rec.error = f"{type(e).__name__}: {e}"
         code = 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         a.json.write_text(json.dumps(asdict(rec)) + "\n")
     return code
 

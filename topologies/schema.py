@@ -215,7 +215,8 @@ class TcpFlow(_Model):
     cc: CongestionControl | None = None  # default: the scenario's tcp.cc
     max_window_pkts: PositiveInt | None = None  # cap on cwnd and advertised window, in MSS
     mss: Annotated[StrictInt, Field(ge=88, le=9000)] = 1460
-    transfer_bytes: PositiveInt | None = None  # send this many bytes (iperf3 -n), then stop
+    #: a file of this many bytes, sent by testbed/xfer.py (not iperf3 -n); duration_s is its limit
+    transfer_bytes: PositiveInt | None = None
 
 
 class UdpFlow(_Model):

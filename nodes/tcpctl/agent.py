@@ -698,9 +698,9 @@ class EndpointAgent:
     def _thaw_rtt_sample(self, c: Conn, packet: bytes, mode: Restore, now_ns: int) -> bytes:
         """Make the thawing ACK carry the RTT sample the restore asks for (TSecr rewritten).
 
-        The probe is a copy of a segment sent before the freeze, so its echoed timestamp would
-        give the kernel an RTT sample as long as the freeze (RFC 7323 RTTM on a retransmission)
-        and an RTO of about that. ``old``: a sample equal to the srtt at the freeze (the estimator
+        The probe carries the kernel's current timestamp (``retransmit``), so its echo would give
+        the kernel an RTT sample of the probe's round trip (RFC 7323 RTTM on a retransmission)
+        and not what the restore asks for; the TSecr is rewritten to set it. ``old``: a sample equal to the srtt at the freeze (the estimator
         keeps its values, the RTO stays about the old one). ``default``: a sample of
         ``default_rto_ns``, which puts the estimator above 6 s; the congestion control caps the
         RTO at exactly 6 s (TCP_RTO_MAX_MS) until data sent after the thaw is ACKed. Needs

@@ -27,3 +27,6 @@ def test_router_nice_default_and_override(monkeypatch: pytest.MonkeyPatch) -> No
     assert procs.router_nice() == procs.ROUTER_NICE_DEFAULT < 0
     monkeypatch.setenv("MANET_ROUTER_NICE", "0")
     assert procs.router_nice() == 0
+    monkeypatch.setenv("MANET_ROUTER_NICE", "low")
+    with pytest.raises(ValueError, match="MANET_ROUTER_NICE: expected an integer nice value, got 'low'"):
+        procs.router_nice()

@@ -91,7 +91,8 @@ def is_copy_of(a: object, n: int) -> bool:
     if not isinstance(a, ToNetwork):
         return False
     v, w = P.parse_tcp(a.packet), P.parse_tcp(data(n))
-    return v is not None and w is not None and v.seq == w.seq and a.packet[52:] == data(n)[52:]
+    same = v is not None and w is not None and v.seq == w.seq and a.packet[52:] == data(n)[52:]
+    return same and P.tcp_checksum_ok(a.packet)
 
 
 def test_retransmit_sends_the_copy(agent: EndpointAgent) -> None:
@@ -103,9 +104,9 @@ def test_retransmit_sends_the_copy(agent: EndpointAgent) -> None:
 
 def test_retransmit_with_fresh_timestamps(agent: EndpointAgent) -> None:
     """The copy of segment 3 (TSval 100) sent 250 ms after the kernel's TSval 100 was seen: TSval
-    350 (the kernel's ms clock now) and TSecr the peer's latest TSval, checksum right; without
-    fresh_ts (the default: every extension's copies, as the kernel's own retransmissions) the copy
-    goes as it was."""
+    350 (the kernel's ms clock now) and TSecr the peer's latest TSval, checksum right. That is the
+    default (every extension's copies, as the kernel's own retransmissions); with
+    ``fresh_ts=False`` the copy goes as it was."""
     agent.on_inbound(ack(1, ts=900), 0)
     (a,) = agent.retransmit(CID, ISS + 3 * MSS, 250 * NS_PER_MS)
     assert isinstance(a, ToNetwork)

@@ -96,3 +96,32 @@ def test_a_file_that_is_not_a_record_loads_as_none(tmp_path: Path) -> None:
         bad.write_text(text)
         assert TransferRecord.load(bad) is None
     assert TransferRecord.load(tmp_path / "missing.json") is None
+
+
+def test_the_sender_retries_until_its_limit_then_writes_its_record(tmp_path: Path) -> None:
+    sj = tmp_path / "s.json"
+    t0 = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, str(XFER), "send", "--to", "127.0.0.1", "--port", str(_free_port())]
+        + ["--json", str(sj), "--bytes", "1000", "--limit", "0.5"],
+        timeout=20,
+    )
+    took = time.monotonic() - t0
+    s = TransferRecord.load(sj)
+    assert res.returncode == 1 and s is not None
+    assert s.error == "interrupted (SIGALRM)" and s.bytes == 0 and not s.complete
+    assert s.start_mono_s is not None  # connection refused, retried until the limit
+    assert 0.5 <= took < 10
+
+
+def test_parse_transfer_from_the_sender_alone_and_a_senders_own_failure() -> None:
+    spec = _spec(1000)
+    done = TransferRecord("sender", bytes=1000, start_mono_s=10.0, end_mono_s=12.0, complete=True)
+    row = parse_transfer(spec, done, None)  # the receiver's record lost: the sender saw its close
+    assert row["file_delivered"] and row["transfer_time_s"] == 2.0 and row["error"] is None
+    row = parse_transfer(spec, TransferRecord("sender", error="interrupted (SIGINT)"), None)
+    assert row["file_delivered"] is False and row["error"] == "interrupted (SIGINT)"
+    failed = TransferRecord("sender", start_mono_s=10.0, error="OSError: [Errno 2] No such file or directory")
+    waiting = TransferRecord("receiver", error="interrupted (SIGINT)")
+    row = parse_transfer(spec, failed, waiting)
+    assert row["no_data"] and row["error"] == "OSError: [Errno 2] No such file or directory"
