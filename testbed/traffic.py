@@ -70,6 +70,16 @@ class Flow:
         s = self.spec
         return s if isinstance(s, TcpFlow) and s.transfer_bytes is not None else None
 
+    @property
+    def tool(self) -> str:
+        """The program that runs this flow: ``xfer`` for a file transfer, else ``iperf3``."""
+        return "xfer" if self.file_transfer is not None else "iperf3"
+
+    def stdout_path(self, record: Path) -> Path:
+        """Where a process of this flow writes its output: iperf3's JSON is its stdout; xfer
+        writes its record itself (at exit, also when signalled), so its output goes beside it."""
+        return record if self.file_transfer is None else record.with_suffix(".log")
+
     def _window_bytes(self) -> int | None:
         s = self.spec
         return s.max_window_pkts * s.mss if isinstance(s, TcpFlow) and s.max_window_pkts is not None else None
@@ -165,10 +175,10 @@ def listening_ports(ns: str) -> set[int]:
 
 def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], timeout_s: float = 10.0) -> None:
     for fl in flows:
-        out = open(fl.server_json if fl.file_transfer is None else fl.server_json.with_suffix(".log"), "wb")
+        out = open(fl.stdout_path(fl.server_json), "wb")
         fl.server = stations[fl.dst].popen(
             fl.server_argv(),
-            role=f"{'xfer' if fl.file_transfer else 'iperf3'}-server:{fl.id}",
+            role=f"{fl.tool}-server:{fl.id}",
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -191,11 +201,10 @@ def start_servers(flows: list[Flow], stations: Mapping[int | str, Station], time
 def start_client(
     fl: Flow, stations: Mapping[int | str, Station], default_duration_s: float, now_s: float
 ) -> None:
-    # xfer writes its record itself (at exit, also when signalled): its stdout/stderr go elsewhere
-    out = open(fl.client_json if fl.file_transfer is None else fl.client_json.with_suffix(".log"), "wb")
+    out = open(fl.stdout_path(fl.client_json), "wb")
     fl.client = stations[fl.src].popen(
         fl.client_argv(stations[fl.dst].ip, default_duration_s),
-        role=f"{'xfer' if fl.file_transfer else 'iperf3'}-client:{fl.id}",
+        role=f"{fl.tool}-client:{fl.id}",
         stdout=out,
         stderr=subprocess.STDOUT,
     )
