@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import pandas as pd
 
-from experiments.rows import DATA_DIR, RowStore, RunRecord, axes_of, fmt_num
+from experiments.rows import DATA_DIR, TRANSFER_TIME_LB, RowStore, RunRecord, axes_of, fmt_num
 from experiments.stats import Summary, summarize
 
 #: Per-run metrics, in CSV column order, with their meaning.
@@ -51,6 +51,13 @@ METRICS: Final[dict[str, str]] = {
     "packet_loss_pct": "IP packets the stations sent into the MANET and never delivered, % (summary.json)",
     "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
 }
+
+
+DERIVED_METRICS: Final[dict[str, str]] = {
+    TRANSFER_TIME_LB: "transfer_time_s, or the run's duration when the file never arrived (a lower "
+    "bound: right-censored runs count as at least the limit), s",
+}
+"""Metrics computed from a row's columns (``RunRecord.metric``), usable in claims and ``until``."""
 
 
 def _num(value: Any) -> float:

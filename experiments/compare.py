@@ -100,8 +100,32 @@ def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[l
     return out
 
 
+def _censored_note(metric: str, groups: Sequence[Group], note: str) -> str:
+    """``note``, plus how many of these runs give a bound and not a measurement (RunRecord.censored)."""
+    k = sum(r.censored(metric) for g in groups for r in g.runs)
+    if not k:
+        return note
+    extra = (
+        f"{k} run{'s' if k > 1 else ''} without the whole file, counted at the run's limit (a lower bound)"
+    )
+    return f"{note}; {extra}" if note else extra
+
+
 def evaluate(claim: Claim, groups: list[Group]) -> Result:
     """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``)."""
+    res = _evaluate(claim, groups)
+    treated = [g for g in groups if _matches(g.params, claim.where)]
+    bases = [
+        b
+        for b in groups
+        for g in treated
+        if b.params == {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
+    ]
+    used = treated + (bases if claim.kind != "value" else [])
+    return Result(res.claim, res.change, res.pairs, res.runs, _censored_note(claim.metric, used, res.note))
+
+
+def _evaluate(claim: Claim, groups: list[Group]) -> Result:
     treated = [g for g in groups if _matches(g.params, claim.where)]
     if not treated:
         return Result(claim, NAN_CHANGE, 0, 0, "no matching points in this sweep")

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from experiments.rows import TRANSFER_TIME_LB
+
 SWEEPS_DIR = Path("experiments/sweeps")
 
 
@@ -388,7 +390,7 @@ def _liu_time(part: str, delay: str, tcp_s: float, atcp_s: float, what: str, whe
         f"atcp-time-{part + '-' if part else ''}{delay}",
         f"ATCP vs TCP file transfer time, {what}, d = {delay} ms: {atcp_s:g} s vs {tcp_s:g} s, "
         f"{100 * (atcp_s / tcp_s - 1):+.0f} % ({where})",
-        "transfer_time_s",
+        TRANSFER_TIME_LB,
         "change_pct",
         {axis: atcp, "delay": delay},
         round(100 * (atcp_s / tcp_s - 1), 1),
@@ -402,7 +404,7 @@ def _liu_atcp_value(part: str, delay: str, atcp_s: float, what: str, where: str)
     return Claim(
         f"atcp-seconds-{part}-{delay}",
         f"ATCP file transfer time, {what}, d = {delay} ms: {atcp_s:g} s ({where})",
-        "transfer_time_s",
+        TRANSFER_TIME_LB,
         "value",
         {axis: atcp, "delay": delay},
         atcp_s,
@@ -436,7 +438,7 @@ def _liu() -> Paper:
             "liu2001-transfer-time",
             f"Liu & Singh 2001: file transfer time vs per-hop delay{title}",
             x="delay",
-            metric="transfer_time_s",
+            metric=TRANSFER_TIME_LB,
             ylabel="transfer time (s)",
             series=(_LIU_AXIS[part][0],),
             part=part,

@@ -60,6 +60,13 @@ class RowsError(Exception):
     """A rows file that cannot be appended to (its header does not fit the sweep)."""
 
 
+TRANSFER_TIME_LB: Final = "transfer_time_lb_s"
+"""A metric derived from the row, not a column: ``transfer_time_s``, or for a run whose file never
+arrived (``flows_failed`` > 0, no transfer time) the run's duration, the limit that ended it. A
+right-censored run then counts as at least its limit instead of leaving means and paired
+comparisons, where dropping it would favour the variant that failed to finish."""
+
+
 @dataclass(frozen=True, slots=True)
 class FlowRow:
     """One TCP flow of a run."""
@@ -92,7 +99,25 @@ class RunRecord:
     finished_at: str
 
     def metric(self, name: str) -> float:
+        if name == TRANSFER_TIME_LB and name not in self.metrics:
+            return self._transfer_time_lb()
         return self.metrics.get(name, math.nan)
+
+    def censored(self, name: str) -> bool:
+        """Whether ``metric(name)`` is a bound and not a measurement (an undelivered file)."""
+        return (
+            name == TRANSFER_TIME_LB
+            and math.isnan(self.metric("transfer_time_s"))
+            and not math.isnan(self.metric(name))
+        )
+
+    def _transfer_time_lb(self) -> float:
+        t = self.metrics.get("transfer_time_s", math.nan)
+        if not math.isnan(t):
+            return t
+        if self.metrics.get("flows_failed", 0.0) > 0 and self.duration_s > 0:
+            return self.duration_s  # the file was still arriving when the run's limit ended it
+        return math.nan
 
 
 def fmt_num(x: float) -> str:

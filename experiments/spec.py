@@ -174,7 +174,7 @@ class Sweep(BaseModel):
 
     @staticmethod
     def _check_sequential(seq: SequentialSeeds, axes: dict[str, list[Any]]) -> list[tuple[Loc, str]]:
-        from experiments.aggregate import METRICS
+        from experiments.aggregate import DERIVED_METRICS, METRICS
 
         out: list[tuple[Loc, str]] = []
         if seq.min < 2:
@@ -186,9 +186,10 @@ class Sweep(BaseModel):
         if seq.step < 1:
             out.append((("seeds", "step"), f"{seq.step}: must be at least 1"))
         u = seq.until
-        if u.metric not in METRICS:
+        known = [*METRICS, *DERIVED_METRICS]
+        if u.metric not in known:
             out.append(
-                (("seeds", "until", "metric"), f"unknown metric {u.metric!r} (known: {', '.join(METRICS)})")
+                (("seeds", "until", "metric"), f"unknown metric {u.metric!r} (known: {', '.join(known)})")
             )
         if u.axis not in axes:
             out.append(

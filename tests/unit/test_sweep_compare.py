@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import uuid
@@ -14,7 +15,7 @@ from experiments import sweep as sw
 from experiments.aggregate import group_runs, load_rows
 from experiments.compare import compare, evaluate, main
 from experiments.papers import PAPERS
-from experiments.spec import Sweep, SweepError, expand, label, load_sweep
+from experiments.spec import SequentialSeeds, Sweep, SweepError, expand, label, load_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,3 +194,65 @@ def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyP
         ("sweep", "experiments/sweeps/yu2004-100.yaml"),
         ("compare", "yu2004-100"),
     ]
+
+
+def fake_liu(req: sw.RunRequest) -> Path:
+    """1 MB file: TCP 900 s (+-1 %); ATCP 450 s, except seed 4, whose file never arrives within the
+    3000 s run (half of it got there)."""
+    atcp = req.overrides["routing.extensions"] == ["atcp"]
+    rng = random.Random(f"{req.seed}-{atcp}-{req.overrides.get('p2p.delay_ms')}")
+    delivered = not (atcp and req.seed == 4)
+    t = (450.0 if atcp else 900.0) * (1 + rng.uniform(-0.01, 0.01))
+    flow = {
+        "proto": "tcp",
+        "src": 1,
+        "dst": 5,
+        "throughput_bps": 8e6 / t if delivered else 4e6 / 3000,
+        "tcp_timeouts": 0,
+        "bytes_received": 1_000_000 if delivered else 500_000,
+        "file_delivered": delivered,
+        "transfer_time_s": t if delivered else None,
+    }
+    run_dir = Path(req.out_root) / req.experiment / uuid.uuid4().hex[:6]
+    run_dir.mkdir(parents=True)
+    summary = {"complete": True, "valid": True, "duration_s": t if delivered else 3000.0, "flows": [flow]}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+def test_an_undelivered_file_counts_at_the_runs_limit_not_as_missing(tmp_path: Path) -> None:
+    """Dropping the run whose file never arrived would report ATCP at -50 %; counted at its 3000 s
+    limit (a lower bound) the four seeds give about (3 x 450 + 3000) / 4 / 900 - 1 = +21 %, and the
+    report says that one run is a bound."""
+    sweep = load_sweep("experiments/sweeps/liu2001.yaml")
+    assert isinstance(sweep.seeds, SequentialSeeds) and sweep.seeds.until.metric == "transfer_time_lb_s"
+    sweep = sweep.model_copy(update={"seeds": [1, 2, 3, 4]})
+    data = tmp_path / "data"
+    sw.run_points(
+        sweep, expand(sweep), out_root=tmp_path / "results", data_dir=data, run_fn=fake_liu, parallel=4
+    )
+    runs = load_rows(sweep.experiment, data).counted
+    stuck = [r for r in runs if r.params["routing.extensions"] == "atcp" and r.seed == 4]
+    assert len(stuck) == 3  # one per delay
+    assert all(math.isnan(r.metric("transfer_time_s")) for r in stuck)
+    assert all(r.metric("transfer_time_lb_s") == 3000.0 and r.censored("transfer_time_lb_s") for r in stuck)
+    done = next(r for r in runs if r.seed == 1)
+    assert done.metric("transfer_time_lb_s") == done.metric("transfer_time_s") and not done.censored(
+        "transfer_time_lb_s"
+    )
+    groups = group_runs(runs)
+    res = evaluate(next(c for c in PAPERS["liu2001"].claims if c.key == "atcp-time-10"), groups)
+    assert res.change.n == 4
+    assert res.value == pytest.approx(100 * ((3 * 450 + 3000) / 4 / 900 - 1), abs=1.5)
+    assert "1 run without the whole file" in res.note
+
+
+def test_until_accepts_derived_metrics_and_still_refuses_unknown_ones(tmp_path: Path) -> None:
+    text = Path("experiments/sweeps/liu2001.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("metric: transfer_time_lb_s", "metric: transfer_time_ub_s"))
+    with pytest.raises(SweepError, match="transfer_time_ub_s"):
+        load_sweep(bad)
+    good = tmp_path / "good.yaml"
+    good.write_text(text)
+    assert isinstance(load_sweep(good).seeds, SequentialSeeds)
