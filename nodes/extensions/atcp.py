@@ -473,10 +473,20 @@ class Atcp:
         self._count("loss_rto")
         return self._enter_loss(conn, now_ns, "RTO about to expire")
 
+    def _agent_stats(self, conn: ConnId) -> dict[str, int]:
+        """The agent's dupACK counts: ``kernel_dupthresh`` (dupACKs the kernel counted as its
+        third, each a Reno fast recovery: 0 while ATCP works), ``old_acks`` (reordered ACKs)."""
+        a = self.api.agent.conns.get(conn)
+        keys = ("dupacks", "dupacks_withheld", "old_acks", "kernel_dupthresh")
+        return {} if a is None else {k: a.stats[k] for k in keys}
+
     def state(self) -> dict[str, Any]:
         return {
             "counters": dict(self.counters),
-            "conns": {str(k): {"state": v.state.name, "history": v.history} for k, v in self.conns.items()},
+            "conns": {
+                str(k): {"state": v.state.name, "history": v.history, "agent": self._agent_stats(k)}
+                for k, v in self.conns.items()
+            },
         }
 
 

@@ -246,6 +246,8 @@ def test_reordered_old_ack_tcp_never_counts_three() -> None:
     acts = r.inbound(ack(2, window=480))
     assert Drop(ack(2, window=480), "tcpctl_dupack_withheld") in acts and r.state == S.LOSS
     assert r.agent.conns[CID].stats["kernel_dupthresh"] == 0
+    st = r.atcp.state()["conns"][str(CID)]["agent"]
+    assert st["old_acks"] == 1 and st["kernel_dupthresh"] == 0 and st["dupacks_withheld"] == 1
 
 
 def test_cwnd_saved_at_entry_restored_at_exit() -> None:
