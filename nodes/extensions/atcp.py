@@ -23,8 +23,10 @@ States (Fig. 2) and what moves between them:
   sends a non-probe segment.
 
 Realisation with the endpoint agent (docs/fidelity.md "ATCP" rows): dupACKs counted by the agent
-(``tcp_dupack``); in normal and loss every dupACK from the third on is withheld (the kernel,
-in persist, would count the fourth as its third and enter fast recovery), persist = ``hold``
+as Linux's ``tcp_ack()`` counts them (``TcpDupack``; ``nodes.tcpctl.agent.AckView``: an old,
+reordered ACK is ignored, a window update is none); in normal and loss every dupACK from the
+third on is withheld, and any the kernel would count as its third (so TCP never enters fast
+recovery on a bit-error loss, section III: "TCP does not invoke congestion control"), persist = ``hold``
 (zero window; ``quiet`` in loss: the kernel's segments are discarded, ``persist`` when
 disconnected: its probes pass), cwnd = 1 via the controllable Reno (``atcp_disconnect``),
 ECN-Echo read from the ACKs the agent keeps.
@@ -153,10 +155,6 @@ class ConnAtcp:
     sent: dict[int, tuple[int, bool]] = field(default_factory=dict)
     """end sequence -> (first sent, retransmitted) of each unacknowledged segment: ATCP's RTT
     samples (Karn's algorithm: none from a retransmitted segment)."""
-    kdup: int = 0
-    """The duplicate ACKs TCP has counted (Linux's Reno ``sacked_out``): +1 per dupACK that
-    reaches it; a new ACK of n segments takes n - 1 off (``tcp_remove_reno_sacks``), so a
-    partial ACK of one segment leaves the count of the previous run."""
     srtt: int = 0
     """ns; ATCP's estimate of TCP's smoothed RTT (RFC 6298 section 2; 0: no sample yet)."""
     rttvar: int = 0
@@ -210,18 +208,18 @@ class Atcp:
             self.extra[f"atcp_{name}"] += 1
 
     def _withhold(self, conn: ConnId, state: AtcpState) -> None:
-        """normal and loss withhold every dupACK from the rexmtthresh-th on (TCP never counts
-        rexmtthresh of them); disconnected the rexmtthresh-th (its probes' answers pass);
-        congested "ignores any duplicate ACKs" (they all reach TCP)."""
+        """normal and loss withhold every dupACK from the rexmtthresh-th on, and any the kernel
+        would count as its rexmtthresh-th (the agent counts as Linux does, ``AckView``): TCP
+        never counts rexmtthresh of them and "does not invoke congestion control" (section
+        III); disconnected the rexmtthresh-th (its probes' answers pass); congested "ignores any
+        duplicate ACKs" (they all reach TCP)."""
         k = self.p.tcp_rexmtthresh
         if state == AtcpState.CONGESTED:
             self.api.withhold_dupacks(conn, set())
         elif state == AtcpState.DISCONNECTED:
             self.api.withhold_dupacks(conn, {k})
         else:
-            # TCP may still count dupACKs of the previous run (kdup): it gets fewer of this one
-            c = self.conns.get(conn)
-            self.api.withhold_dupacks(conn, set(), from_count=max(1, k - (c.kdup if c else 0)))
+            self.api.withhold_dupacks(conn, set(), from_count=k)
 
     def _set(self, conn: ConnId, new: AtcpState, now_ns: int, cause: str) -> None:
         c = self.conns.setdefault(conn, ConnAtcp())
@@ -274,7 +272,6 @@ class Atcp:
         """Forget the segments ``ack`` covers; one RTT sample from the oldest of them (Linux's
         ``seq_rtt_us``) unless any was retransmitted (RFC 6298 section 3, Karn)."""
         acked = [e for e in c.sent if P.seq_le(e, ack)]
-        c.kdup = max(0, c.kdup - max(0, len(acked) - 1))
         if not acked:
             return
         first = min(c.sent[e][0] for e in acked)
@@ -386,8 +383,6 @@ class Atcp:
         conn, now_ns = ev.conn, ev.now_ns
         c = self._track(conn)
         self._rtt_sample(c, ev.ack, now_ns)
-        if c.state == AtcpState.NORMAL:
-            self._withhold(conn, c.state)
         c.rto_base = now_ns if self._outstanding(conn) else None  # the kernel re-arms its timer
         out: list[Action] = []
         if self._ece(conn) and c.state in (AtcpState.NORMAL, AtcpState.LOSS):
@@ -407,9 +402,6 @@ class Atcp:
     def on_dupack(self, ev: TcpDupack) -> list[Action]:
         conn, count, now_ns = ev.conn, ev.count, ev.now_ns
         c = self._track(conn)
-        a = self.api.agent.conns.get(conn)
-        if a is not None and not (count in a.withhold_dupacks or 0 < a.withhold_dupacks_from <= count):
-            c.kdup += 1  # this one reaches TCP (the agent decides after the hooks)
         if self._ece(conn) and c.state == AtcpState.NORMAL:
             self._set(conn, AtcpState.CONGESTED, now_ns, "ECN")
             self._count("congested")
@@ -481,10 +473,20 @@ class Atcp:
         self._count("loss_rto")
         return self._enter_loss(conn, now_ns, "RTO about to expire")
 
+    def _agent_stats(self, conn: ConnId) -> dict[str, int]:
+        """The agent's dupACK counts: ``kernel_dupthresh`` (dupACKs the kernel counted as its
+        third, each a Reno fast recovery: 0 while ATCP works), ``old_acks`` (reordered ACKs)."""
+        a = self.api.agent.conns.get(conn)
+        keys = ("dupacks", "dupacks_withheld", "old_acks", "kernel_dupthresh")
+        return {} if a is None else {k: a.stats[k] for k in keys}
+
     def state(self) -> dict[str, Any]:
         return {
             "counters": dict(self.counters),
-            "conns": {str(k): {"state": v.state.name, "history": v.history} for k, v in self.conns.items()},
+            "conns": {
+                str(k): {"state": v.state.name, "history": v.history, "agent": self._agent_stats(k)}
+                for k, v in self.conns.items()
+            },
         }
 
 

@@ -67,6 +67,10 @@ class AgentParams:
     """Mark outgoing TCP with the route-number (S2) and echo RR-number/NR in ACKs (R1)."""
     default_rto_ns: int = 6 * NS_PER_S
     """ELFN thaw with default values: "RTO 6 s, cwnd 2" (Yu 2004 s3.1)."""
+    kernel_dupthresh: int = 3
+    """The dupACKs at which Linux Reno enters fast recovery: ``tp->reordering`` at its start,
+    ``net.ipv4.tcp_reordering`` = TCP_FASTRETRANS_THRESH 3 (``tcp_newreno_mark_lost`` marks the
+    head lost when ``sacked_out >= tp->reordering``); counted in ``stats["kernel_dupthresh"]``."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -197,6 +201,68 @@ class EcnRule:
     clear_flags: int = 0
 
 
+AckKind = Literal["old", "new", "update", "dup", "other"]
+
+
+@dataclass(slots=True)
+class AckView:
+    """What Linux's ``tcp_ack()`` makes of the ACKs of one connection (net/ipv4/tcp_input.c,
+    Linux 6.x), for a sender without SACK, so that the agent counts duplicate ACKs as the local
+    TCP counts them:
+
+    - ``old``: the ACK is below snd_una; ``tcp_ack()`` ignores it (``before(ack, prior_snd_una)``
+      -> ``old_ack``): no window update, no dupACK, the count stays. (RFC 5681's "the advertised
+      window equals that of the last incoming ACK" would let a reordered old ACK change the
+      window the next dupACK is compared with.)
+    - ``new``: snd_una advances; the window is taken; the count is reset (``tcp_fastretrans_alert``
+      resets Reno's ``sacked_out`` at an ACK that advances snd_una in every state but fast
+      recovery, which ATCP keeps TCP out of; in Recovery ``tcp_remove_reno_sacks`` takes n - 1 off).
+    - ``update``: ``tcp_may_update_window()``: a later sequence number, or the same one with a
+      larger window or a zero window (``nwin > tp->snd_wnd || !nwin``): FLAG_WIN_UPDATE, not a
+      dupACK. A zero window is always an update, so a held sender (window rewritten to 0) counts
+      no dupACK at all.
+    - ``dup``: the same ACK, no data, window not larger and not zero, data outstanding
+      (``!(flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP))``): Reno's ``tcp_add_reno_sack``,
+      ``sacked_out`` + 1; fast recovery when it reaches ``tp->reordering`` (3).
+    - ``other``: data on it, or nothing outstanding (``!prior_packets``).
+
+    Windows are the raw header field (all scaled by the same factor after the SYN)."""
+
+    una: int | None = None
+    wnd: int = 0
+    """The window field the sender holds (Linux ``tp->snd_wnd >> snd_wscale``)."""
+    wl1: int = 0
+    """The sequence number of the segment that last set it (``tp->snd_wl1``)."""
+    dupacks: int = 0
+    """DupACKs counted since the last new ACK (Linux's Reno ``sacked_out``)."""
+
+    def syn_ack(self, seq: int, ack: int, window: int) -> None:
+        self.una, self.wnd, self.wl1, self.dupacks = ack, window, seq, 0
+
+    def kind(self, seq: int, ack: int, window: int, data: bool, outstanding: bool) -> AckKind:
+        """How ``tcp_ack()`` would classify this ACK now (no state change)."""
+        if self.una is None or P.seq_lt(self.una, ack):
+            return "new"
+        if P.seq_lt(ack, self.una):
+            return "old"
+        if P.seq_lt(self.wl1, seq) or (seq == self.wl1 and (window > self.wnd or window == 0)):
+            return "update"
+        if data or not outstanding:
+            return "other"
+        return "dup"
+
+    def see(self, seq: int, ack: int, window: int, data: bool, outstanding: bool) -> AckKind:
+        """Classify and apply, as ``tcp_ack()`` does."""
+        k = self.kind(seq, ack, window, data, outstanding)
+        if k == "new":
+            self.una, self.wnd, self.wl1, self.dupacks = ack, window, seq, 0
+        elif k == "update":
+            self.wnd, self.wl1 = window, seq
+        elif k == "dup":
+            self.dupacks += 1
+        return k
+
+
 @dataclass(slots=True)
 class Conn:
     id: ConnId
@@ -205,13 +271,20 @@ class Conn:
     snd_nxt: int | None = None  # highest end sequence the local kernel sent
     rcv_nxt: int | None = None  # highest end sequence the remote end sent
     segments: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
-    last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received
+    last_ack_pkt: bytes | None = None  # last ACK from the remote end, as received (old ones not)
     last_out_pkt: bytes | None = None  # last segment (with ACK) the local kernel sent
-    last_window: int | None = None  # its raw window field
-    dupacks: int = 0
+    net: AckView = field(default_factory=AckView)
+    """The ACKs as they come from the network, as TCP would see them without the agent: the
+    dupACKs counted here are the ``TcpDupack`` events (ATCP's "counts the number of duplicate
+    ACKs")."""
+    kern: AckView = field(default_factory=AckView)
+    """The ACKs the local kernel got from the agent (windows rewritten, synthesized ones): what
+    the kernel's own Reno count (``sacked_out``) is."""
     hold: Hold | None = None
     withhold_dupacks: frozenset[int] = frozenset()
-    withhold_dupacks_from: int = 0  # withhold every k-th dupACK with k >= this (0: none)
+    withhold_dupacks_from: int = 0
+    """Withhold every dupACK of the network's run from the k-th on, and every one the kernel
+    would count as its k-th or later (0: none)."""
     ecn_in: EcnRule | None = None
     ecn_out: EcnRule | None = None
     rx_mark: tuple[int, bool] | None = None  # Route-control marks of the last data received
@@ -228,6 +301,8 @@ class Conn:
                 "probes",
                 "dupacks",
                 "dupacks_withheld",
+                "old_acks",
+                "kernel_dupthresh",
                 "dupacks_added",
                 "window_rewrites",
                 "withheld_out",
@@ -356,14 +431,20 @@ class EndpointAgent:
             if verdict is not None:
                 return out + [verdict]
         elif t.flags & P.ACK:
-            c.last_ack_pkt, c.last_window = packet, t.window
+            c.last_ack_pkt = packet
             c.snd_una = t.ack
+            c.net.syn_ack(t.seq, t.ack, t.window)
+            c.kern.syn_ack(t.seq, t.ack, t.window)
         buf = bytearray(packet)
+        window = t.window
         if c.hold is not None and t.flags & P.ACK:
             P.set_window(buf, 0)
+            window = 0
             c.stats["window_rewrites"] += 1
         if c.ecn_in is not None:
             self._apply_ecn(buf, c.ecn_in)
+        if t.flags & P.ACK and not t.flags & P.SYN:
+            self._kernel_sees(c, t, window)
         out.append(ToKernel(bytes(buf)))
         return out
 
@@ -388,7 +469,7 @@ class EndpointAgent:
         else:
             c.hold.mode, c.hold.release_on = mode, release_on
         ack = self._synth_ack(c, window=0)
-        return [ToKernel(ack)] if ack else []
+        return [self._to_kernel(c, ack)] if ack else []
 
     def release(self, cid: ConnId, now_ns: int) -> list[Action]:
         """End a hold with a window update (a copy of the last real ACK, real window)."""
@@ -399,7 +480,7 @@ class EndpointAgent:
         acts: list[Action] = [CancelTimer(ThawTimer(cid))]
         ack = self._synth_ack(c, window=None)
         if ack:
-            acts.append(ToKernel(ack))
+            acts.append(self._to_kernel(c, ack))
         return acts
 
     def freeze(
@@ -474,7 +555,7 @@ class EndpointAgent:
         if ack is None:
             return []
         c.stats["dupacks_added"] += n
-        return [ToKernel(ack) for _ in range(n)]
+        return [self._to_kernel(c, ack) for _ in range(n)]
 
     def set_withhold_dupacks(
         self, cid: ConnId, counts: frozenset[int] | set[int], from_count: int = 0
@@ -538,7 +619,7 @@ class EndpointAgent:
         c = self.conns[cid]
         if c.hold is not None:
             ack = self._synth_ack(c, window=0)
-            return [ToKernel(ack)] if ack else []
+            return [self._to_kernel(c, ack)] if ack else []
         return []
 
     # ---------------------------------------------------------------- EPLN (Yu 2004 Alg. 2)
@@ -626,27 +707,28 @@ class EndpointAgent:
     def _on_ack(
         self, c: Conn, t: P.TcpView, packet: bytes, now_ns: int, out: list[Action]
     ) -> Action | _Done | None:
-        """Bookkeeping for an ACK from the remote end; returns a verdict to end processing."""
+        """Bookkeeping for an ACK from the remote end; returns a verdict to end processing.
+
+        DupACKs are counted as Linux counts them (:class:`AckView`): an ACK below snd_una is
+        ignored (forwarded, the kernel ignores it too), a window update is none."""
+        if c.snd_una is not None and P.seq_lt(t.ack, c.snd_una):
+            # a reordered old ACK (the Liu chain delays each packet independently): Linux's
+            # tcp_ack() drops it before looking at its window, so must the count
+            c.stats["old_acks"] += 1
+            return None
         acked = 0
         new_ack = c.snd_una is None or P.seq_lt(c.snd_una, t.ack)
+        outstanding = c.snd_nxt is not None and c.snd_una is not None and c.snd_nxt != c.snd_una
+        data = t.payload_len > 0 or bool(t.flags & (P.FIN | P.RST))
         if new_ack:
             acked = 0 if c.snd_una is None else (t.ack - c.snd_una) & 0xFFFFFFFF
             c.snd_una = t.ack
-            c.dupacks = 0
             for s in list(c.segments):
                 v = P.parse_tcp(c.segments[s])
                 if v is not None and P.seq_le(v.end_seq, t.ack):
                     del c.segments[s]
-        is_dup = (
-            not new_ack
-            and t.payload_len == 0
-            and not t.flags & (P.SYN | P.FIN | P.RST)
-            and t.ack == c.snd_una
-            and t.window == c.last_window
-            and c.snd_nxt is not None
-            and c.snd_nxt != c.snd_una
-        )
-        c.last_ack_pkt, c.last_window = packet, t.window
+        is_dup = c.net.see(t.seq, t.ack, t.window, data, outstanding) == "dup"
+        c.last_ack_pkt = packet
         echo = P.read_rc_echo(packet) if self.params.route_control else None
         mark = P.read_rc_mark(packet) if self.params.route_control else None
         if new_ack and self.hooks.has_subscribers(TcpAck):
@@ -654,12 +736,11 @@ class EndpointAgent:
                 TcpAck(now_ns=now_ns, conn=c.id, ack=t.ack, acked_bytes=acked, rc_echo=echo, rc_mark=mark)
             )
         if is_dup:
-            c.dupacks += 1
             c.stats["dupacks"] += 1
             if self.hooks.has_subscribers(TcpDupack):
                 out += self.hooks.emit(
                     TcpDupack(
-                        now_ns=now_ns, conn=c.id, ack=t.ack, count=c.dupacks, rc_echo=echo, rc_mark=mark
+                        now_ns=now_ns, conn=c.id, ack=t.ack, count=c.net.dupacks, rc_echo=echo, rc_mark=mark
                     )
                 )
         h = c.hold
@@ -682,18 +763,46 @@ class EndpointAgent:
                 c.hold = None
                 out.append(CancelTimer(ThawTimer(c.id)))
                 self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
-                out.append(ToKernel(self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns)))
+                out.append(
+                    self._to_kernel(c, self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns))
+                )
                 out += self._retransmit_lost(c, lost, now_ns)
                 return _DONE
             answered = h.mode != HoldMode.PERSIST or self.answers_probe(h)
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
                 c.hold = None
-                out.append(ToKernel(self._ecn_in(c, packet)))
+                out.append(self._to_kernel(c, self._ecn_in(c, packet)))
                 return _DONE
-        if is_dup and (c.dupacks in c.withhold_dupacks or 0 < c.withhold_dupacks_from <= c.dupacks):
+        k = c.withhold_dupacks_from
+        if (is_dup and (c.net.dupacks in c.withhold_dupacks or 0 < k <= c.net.dupacks)) or (
+            0 < k <= c.kern.dupacks + 1 and self._kernel_dup(c, t, 0 if c.hold is not None else t.window)
+        ):
             c.stats["dupacks_withheld"] += 1
             return Drop(packet, "tcpctl_dupack_withheld")
         return None
+
+    def _kernel_dup(self, c: Conn, t: P.TcpView, window: int) -> bool:
+        """Would the kernel count this ACK, delivered with ``window``, as a duplicate ACK?"""
+        outstanding = c.snd_nxt is not None and c.kern.una is not None and c.snd_nxt != c.kern.una
+        data = t.payload_len > 0 or bool(t.flags & (P.FIN | P.RST))
+        return c.kern.kind(t.seq, t.ack, window, data, outstanding) == "dup"
+
+    def _kernel_sees(self, c: Conn, t: P.TcpView, window: int) -> None:
+        """Account an ACK delivered to the kernel with ``window`` (``Conn.kern``)."""
+        outstanding = c.snd_nxt is not None and c.kern.una is not None and c.snd_nxt != c.kern.una
+        data = t.payload_len > 0 or bool(t.flags & (P.FIN | P.RST))
+        if (
+            c.kern.see(t.seq, t.ack, window, data, outstanding) == "dup"
+            and c.kern.dupacks == self.params.kernel_dupthresh
+        ):
+            c.stats["kernel_dupthresh"] += 1  # the kernel's fast retransmit and recovery start here
+
+    def _to_kernel(self, c: Conn, packet: bytes) -> ToKernel:
+        """Deliver an ACK of ``c`` to the local kernel (accounted in ``Conn.kern``)."""
+        t = P.parse_tcp(packet)
+        if t is not None and t.flags & P.ACK and not t.flags & P.SYN:
+            self._kernel_sees(c, t, t.window)
+        return ToKernel(packet)
 
     def _thaw_rtt_sample(self, c: Conn, packet: bytes, mode: Restore, now_ns: int) -> bytes:
         """Make the thawing ACK carry the RTT sample the restore asks for (TSecr rewritten).
@@ -786,7 +895,8 @@ class EndpointAgent:
         return bytes(buf)
 
     def _synth_ack(self, c: Conn, window: int | None) -> bytes | None:
-        """A copy of the last ACK from the remote end (timestamps included), window replaced."""
+        """A copy of the last ACK from the remote end (timestamps included) with ``window`` (None:
+        the window TCP holds from the network's ACKs, ``Conn.net``)."""
         if c.last_ack_pkt is None:
             return None
         t = P.parse_tcp(c.last_ack_pkt)
@@ -803,7 +913,7 @@ class EndpointAgent:
             seq,
             c.snd_una if c.snd_una is not None else t.ack,
             P.ACK,
-            t.window if window is None else window,
+            c.net.wnd if window is None else window,
             opts,
         )
 

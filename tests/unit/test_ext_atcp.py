@@ -75,9 +75,12 @@ class Rig:
         return self.last
 
     def dupacks(self, n: int) -> list[Any]:
+        return self.dupacks_of(1, n)
+
+    def dupacks_of(self, k: int, n: int, window: int = 500) -> list[Any]:
         out: list[Any] = []
         for _ in range(n):
-            out = self.inbound(ack(1))
+            out = self.inbound(ack(k, window=window))
         return out
 
     def unreachable(self) -> list[Any]:
@@ -200,8 +203,8 @@ def test_loss_timer_is_capped() -> None:
 
 
 def test_dupacks_in_loss_never_reach_tcp() -> None:
-    """TCP in persist would count the 4th dupACK as its 3rd and enter fast recovery (Linux does;
-    the paper's TCP never sees rexmtthresh of them): all are withheld until the new ACK."""
+    """In loss all dupACKs are withheld until the new ACK (TCP sees none; Linux, held at window 0,
+    would take them as window updates, not dupACKs)."""
     r = Rig()
     to_loss(r)
     for _ in range(10):
@@ -216,28 +219,35 @@ def test_dupacks_in_loss_never_reach_tcp() -> None:
     assert [type(a) for a in r.dupacks(2)] == [ToKernel]
 
 
-def test_tcp_never_counts_three_dupacks_across_a_partial_ack() -> None:
-    """Linux's Reno count of dupACKs (sacked_out) loses only n - 1 at a new ACK of n segments:
-    2 dupACKs, then an ACK of one segment, leave it at 2, so the next dupACK would be TCP's third
-    (fast recovery, cwnd halved; seen on the Liu chain). ATCP withholds it; its own count starts
-    again and the third enters loss."""
+def test_a_new_ack_resets_tcps_count() -> None:
+    """Linux resets its Reno count of dupACKs (sacked_out) at an ACK that advances snd_una
+    outside fast recovery (tcp_fastretrans_alert), so after 2 dupACKs and an ACK of one segment
+    the next run's first two dupACKs reach TCP again and the third enters loss."""
     r = Rig()
     r.inbound(ack(1))
-    assert [type(a) for a in r.dupacks(2)] == [ToKernel]  # TCP counts 2
-    r.inbound(ack(2))  # one segment: TCP still counts 2
-    assert r.atcp.conns[CID].kdup == 2
-    (a,) = r.inbound(ack(2))
-    assert a == Drop(ack(2), "tcpctl_dupack_withheld") and r.state == S.NORMAL
+    assert [type(a) for a in r.dupacks(2)] == [ToKernel]
     r.inbound(ack(2))
-    r.inbound(ack(2))
-    assert r.atcp.state_of(CID) == S.LOSS
-    # an ACK of 3 segments takes 2 off: TCP's count is back to 0, the next run passes 2 again
-    r.send_new(5)
-    r.send_new(6)
-    r.inbound(ack(5))
-    assert r.atcp.conns[CID].kdup == 0 and r.state == S.NORMAL
-    assert [r.inbound(ack(5)) for _ in range(2)] == [[ToKernel(ack(5))]] * 2
-    assert r.atcp.conns[CID].kdup == 2
+    assert r.agent.conns[CID].kern.dupacks == 0
+    assert [r.inbound(ack(2)) for _ in range(2)] == [[ToKernel(ack(2))]] * 2
+    acts = r.inbound(ack(2))
+    assert Drop(ack(2), "tcpctl_dupack_withheld") in acts and r.state == S.LOSS
+
+
+def test_reordered_old_ack_tcp_never_counts_three() -> None:
+    """Section III: under bit errors "TCP does not invoke congestion control". The Liu chain
+    delays each packet independently, so a new ACK can overtake an older one: the old one (another
+    window) must not hide the first dupACK of the next hole, or ATCP counts two where TCP counts
+    three and lets TCP's third through (fast recovery: 16 in run 01b2ba)."""
+    r = Rig()
+    r.inbound(ack(1, window=500))
+    r.inbound(ack(2, window=480))
+    assert r.inbound(ack(1, window=500)) == [ToKernel(ack(1, window=500))]  # TCP ignores it
+    assert [type(a) for a in r.dupacks_of(2, 2, window=480)] == [ToKernel]
+    acts = r.inbound(ack(2, window=480))
+    assert Drop(ack(2, window=480), "tcpctl_dupack_withheld") in acts and r.state == S.LOSS
+    assert r.agent.conns[CID].stats["kernel_dupthresh"] == 0
+    st = r.atcp.state()["conns"][str(CID)]["agent"]
+    assert st["old_acks"] == 1 and st["kernel_dupthresh"] == 0 and st["dupacks_withheld"] == 1
 
 
 def test_cwnd_saved_at_entry_restored_at_exit() -> None:

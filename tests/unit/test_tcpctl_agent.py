@@ -11,6 +11,7 @@ from nodes.core.clock import NS_PER_MS, NS_PER_S
 from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import (
+    AckView,
     AgentParams,
     ConnId,
     EndpointAgent,
@@ -138,6 +139,88 @@ def test_dupacks_withheld_from_the_third_on(agent: EndpointAgent) -> None:
     assert [kinds(o) for o in out] == [["ToKernel"]] * 2 + [["Drop"]] * 4
     assert agent.on_inbound(ack(2), 8) == [ToKernel(ack(2))]  # a new ACK starts a new run
     assert kinds(agent.on_inbound(ack(2), 9)) == ["ToKernel"]
+
+
+@pytest.mark.parametrize(
+    ("seq", "ack_n", "window", "data", "outstanding", "kind"),
+    [
+        (IRS, 0, 500, False, True, "old"),  # below snd_una: tcp_ack() ignores it
+        (IRS, 2, 500, False, True, "new"),
+        (IRS, 1, 500, False, True, "dup"),
+        (IRS, 1, 480, False, True, "dup"),  # smaller window: no update (tcp_may_update_window)
+        (IRS, 1, 520, False, True, "update"),  # larger window: FLAG_WIN_UPDATE
+        (IRS, 1, 0, False, True, "update"),  # zero window: always an update (!nwin)
+        (IRS + 1, 1, 500, False, True, "update"),  # a later sequence number
+        (IRS, 1, 500, True, True, "other"),  # data on it
+        (IRS, 1, 500, False, False, "other"),  # nothing outstanding (!prior_packets)
+    ],
+)
+def test_ackview_classifies_as_linux_tcp_ack(
+    seq: int, ack_n: int, window: int, data: bool, outstanding: bool, kind: str
+) -> None:
+    """net/ipv4/tcp_input.c (6.x): tcp_ack() old_ack, FLAG_SND_UNA_ADVANCED, tcp_may_update_window
+    (FLAG_WIN_UPDATE), FLAG_DATA, !prior_packets; the rest is a Reno dupACK (sacked_out + 1)."""
+    v = AckView()
+    v.see(IRS, ISS + MSS, 500, False, True)
+    assert v.kind(seq, ISS + ack_n * MSS, window, data, outstanding) == kind
+    v.see(seq, ISS + ack_n * MSS, window, data, outstanding)
+    assert v.dupacks == (1 if kind == "dup" else 0)
+
+
+def test_a_reordered_old_ack_does_not_hide_a_dupack(agent: EndpointAgent) -> None:
+    """The Liu chain: a new ACK, then an older ACK that it overtook (another window), then the
+    dupACKs of the next hole. Linux ignores the old ACK and counts the first dupACK; the agent
+    compared it with the old ACK's window, counted two where the kernel counted three, and let
+    the kernel's third through (15 of the 16 fast recoveries of run 01b2ba)."""
+    seen: list[int] = []
+    agent.hooks.subscribe(TcpDupack, lambda ev: seen.append(ev.count))
+    agent.set_withhold_dupacks(CID, set(), from_count=3)
+    agent.on_inbound(ack(1, window=500), 0)
+    agent.on_inbound(ack(2, window=480), 1)
+    assert agent.on_inbound(ack(1, window=500), 2) == [ToKernel(ack(1, window=500))]  # old
+    out = [agent.on_inbound(ack(2, window=480), 3 + i) for i in range(3)]
+    assert seen == [1, 2, 3]
+    assert [kinds(o) for o in out] == [["ToKernel"], ["ToKernel"], ["Drop"]]
+    c = agent.conns[CID]
+    assert c.kern.dupacks == 2 and c.stats["kernel_dupthresh"] == 0 and c.stats["old_acks"] == 1
+
+
+def test_a_dupack_with_a_smaller_window_counts(agent: EndpointAgent) -> None:
+    """Linux keeps the larger window and counts the ACK (run 01b2ba, 49.78 s: the agent compared
+    with the last ACK's window and counted two of the kernel's three)."""
+    agent.set_withhold_dupacks(CID, set(), from_count=3)
+    agent.on_inbound(ack(1, window=500), 0)
+    out = [agent.on_inbound(ack(1, window=w), 1 + i) for i, w in enumerate((480, 500, 500))]
+    assert [kinds(o) for o in out] == [["ToKernel"], ["ToKernel"], ["Drop"]]
+    assert agent.conns[CID].stats["kernel_dupthresh"] == 0
+
+
+def test_a_held_kernel_counts_no_dupack_and_a_new_ack_resets_its_count(agent: EndpointAgent) -> None:
+    """A zero window is a window update for Linux: the ACKs a held sender gets are no dupACKs. A
+    new ACK resets its count (tcp_fastretrans_alert resets Reno's sacked_out at an ACK that
+    advances snd_una outside fast recovery)."""
+    agent.on_inbound(ack(1), 0)
+    agent.on_inbound(ack(1), 1)
+    agent.on_inbound(ack(1), 2)
+    c = agent.conns[CID]
+    assert c.kern.dupacks == 2
+    agent.hold(CID, HoldMode.QUIET, 3, "new_ack")
+    for i in range(5):
+        agent.on_inbound(ack(1), 4 + i)
+    assert c.kern.dupacks == 2 and c.net.dupacks == 7
+    agent.on_inbound(ack(2), 10)
+    assert c.kern.dupacks == 0 and c.hold is None
+
+
+def test_dupacks_the_kernel_would_count_as_its_third_are_withheld(agent: EndpointAgent) -> None:
+    """The kernel's count, not only the network's: after two synthesized dupACKs the first from
+    the network would be the kernel's third."""
+    agent.set_withhold_dupacks(CID, set(), from_count=3)
+    agent.on_inbound(ack(1), 0)
+    agent.add_dupacks(CID, 2)
+    assert agent.conns[CID].kern.dupacks == 2
+    assert kinds(agent.on_inbound(ack(1), 1)) == ["Drop"]
+    assert agent.conns[CID].stats["kernel_dupthresh"] == 0
 
 
 def test_hold_rewrites_windows_and_release_restores(agent: EndpointAgent) -> None:
