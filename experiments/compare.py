@@ -100,6 +100,11 @@ def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[l
     return out
 
 
+def _baseline_params(claim: Claim, g: Group) -> dict[str, str]:
+    """The parameters of ``g``'s baseline point for ``claim``: ``g``'s, with the claim's baseline values."""
+    return {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
+
+
 def _censored_note(metric: str, groups: Sequence[Group], note: str) -> str:
     """``note``, plus how many of these runs give a bound and not a measurement (RunRecord.censored)."""
     k = sum(r.censored(metric) for g in groups for r in g.runs)
@@ -115,12 +120,7 @@ def evaluate(claim: Claim, groups: list[Group]) -> Result:
     """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``)."""
     res = _evaluate(claim, groups)
     treated = [g for g in groups if _matches(g.params, claim.where)]
-    bases = [
-        b
-        for b in groups
-        for g in treated
-        if b.params == {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
-    ]
+    bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
     return Result(res.claim, res.change, res.pairs, res.runs, _censored_note(claim.metric, used, res.note))
 
@@ -136,7 +136,7 @@ def _evaluate(claim: Claim, groups: list[Group]) -> Result:
         return Result(claim, ch, len(treated), st.n)
     blocks: list[tuple[Group, Group]] = []
     for g in treated:
-        want = {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
+        want = _baseline_params(claim, g)
         base = next((b for b in groups if b.params == want), None)
         if base is not None:
             blocks.append((g, base))
