@@ -35,6 +35,8 @@ BPF_DIR = Path(__file__).resolve().parent / "bpf" / "build"
 TCPCTL_OBJ = BPF_DIR / "tcpctl.bpf.o"
 VEGAS_OBJ = BPF_DIR / "vegas.bpf.o"
 BPFFS = Path("/sys/fs/bpf")
+MAX_STATIONS = 1024
+"""Stations one run can register in ``tcpctl_netns`` (``TCPCTL_MAX_STATIONS`` in tcpctl.bpf.c)."""
 CGROUP2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
 VEGAS_NAME_IN_OBJ = b"tcp_vegas_bpf"
 CTL_NAME_IN_OBJ = b"mtctl"
@@ -417,7 +419,14 @@ class Maps:
 
     def register_netns(self, cookie: int, station: int) -> None:
         k, v = struct.pack("<Q", cookie), struct.pack("<I", station)
-        _check(lib().bpf_map_update_elem(self.netns_fd, k, v, 0), "register netns")
+        rc = lib().bpf_map_update_elem(self.netns_fd, k, v, 0)
+        if rc < 0 and (-rc if rc != -1 else ctypes.get_errno()) == errno.E2BIG:
+            raise BpfError(
+                errno.E2BIG,
+                f"register netns of station {station}: the run's tcpctl_netns map is full "
+                f"(at most {MAX_STATIONS} stations per run use the TCP control)",
+            )
+        _check(rc, f"register netns of station {station}")
 
     def ctl(self, key: ConnKey) -> Ctl:
         return self._ctl.setdefault(key, Ctl())

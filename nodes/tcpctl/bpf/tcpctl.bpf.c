@@ -36,10 +36,13 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
 #define ELFN_DEFAULT_RTO_MS 6000  /* Yu 2004 s3.1: "default values (RTO 6 s, cwnd 2)" */
+/* Stations (network namespaces) one run can register; kernel.py MAX_STATIONS is the same number.
+ * The papers' largest field is 100 stations (Cohen, Yu's 100-node field). */
+#define TCPCTL_MAX_STATIONS 1024
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
+	__uint(max_entries, TCPCTL_MAX_STATIONS);
 	__type(key, __u64);   /* netns cookie of a station */
 	__type(value, __u32); /* station id */
 } tcpctl_netns SEC(".maps");
