@@ -109,6 +109,7 @@ def router_config(
             for ext in sc.routing.extensions
         ),
         ifq_len=sc.routing.ifq_len,
+        hop_loss=sc.routing.hop_loss,
         promiscuous=sc.routing.promiscuous,
         trace=sc.routing.trace,
         tcpctl=tcpctl_glue.router_config(tcpctl, state, sid),

@@ -258,6 +258,10 @@ class Routing(_Model):
     routes: Literal["auto"] | dict[int, dict[int, int]] = "auto"
     promiscuous: StrictBool = False
     ifq_len: PositiveInt = 50
+    #: per-hop loss above the MAC: each station discards a frame it received (unicast to it or
+    #: broadcast) with this probability, after the MAC acknowledged it (Cohen & Levin's "loss
+    #: rate per hop"; nodes/core/hoploss.py). Per-link ``loss``/``ber`` act per attempt instead.
+    hop_loss: Probability = 0.0
     #: the routers' per-packet trace (docs/explain.md): "auto" = on unless the native fast path
     #: forwards (static routes), "on" (the fast path steps aside), "off".
     trace: Literal["auto", "on", "off"] = "auto"
@@ -369,7 +373,13 @@ class P2p(P2pLinkProps):
         out: dict[str, Any] = {"links": [{"a": a, "b": b, **props} for a, b in self.hops]}
         if self.congestion:
             out["congestion"] = [
-                {"from": c.hop[0], "to": c.hop[1], "period_s": c.period_s, "duration_s": c.duration_s, "start_s": c.start_s}
+                {
+                    "from": c.hop[0],
+                    "to": c.hop[1],
+                    "period_s": c.period_s,
+                    "duration_s": c.duration_s,
+                    "start_s": c.start_s,
+                }
                 for c in self.congestion
             ]
         return out

@@ -32,6 +32,7 @@ from nodes.core.events import (
     ToNetwork,
     TxStatus,
 )
+from nodes.core.hoploss import HOP_LOSS_DROP, HopLoss
 from nodes.core.mac import MacState
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.trace import (
@@ -110,6 +111,8 @@ class NodeRuntime:
         self._jitter_seq = itertools.count()
         #: the per-packet trace (nodes.core.trace), or None when off
         self.tracer: Tracer | None = None
+        #: per-hop loss above the MAC (nodes.core.hoploss), or None when there is none
+        self.hop_loss: HopLoss | None = None
         self._now_ns = 0
 
     @property
@@ -129,6 +132,10 @@ class NodeRuntime:
                 tr.add(now_ns, EV_RX, event.packet, event.src)
             elif isinstance(event, FromLocal):
                 tr.add(now_ns, EV_ORIG, event.packet)
+        hl = self.hop_loss
+        if hl is not None and isinstance(event, FromAir) and not event.overheard and hl.lose():
+            self.apply([Drop(event.packet, HOP_LOSS_DROP)], now_ns)
+            return
         if self.endpoint is not None and isinstance(event, FromLocal):
             self.apply(self.endpoint.on_outbound(event.packet, now_ns), now_ns)
             return

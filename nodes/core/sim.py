@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from nodes.core.addr import BROADCAST
 from nodes.core.clock import NS_PER_MS, EventLoop
 from nodes.core.events import Frame, FromAir, FromLocal, TxStatus
+from nodes.core.hoploss import HopLoss
 from nodes.core.ifq import DEFAULT_IFQ_LEN, InterfaceQueue
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.core.runtime import NodeRuntime
@@ -76,6 +77,7 @@ class SimNetwork:
         ifq_len: int = DEFAULT_IFQ_LEN,
         airtime_ns: Callable[[Frame], int] = default_airtime_ns,
         fail_ns: int = DEFAULT_FAIL_NS,
+        hop_loss: float = 0.0,
     ) -> None:
         self.loop = EventLoop()
         self.links: set[frozenset[int]] = {frozenset(p) for p in links}
@@ -95,7 +97,9 @@ class SimNetwork:
                 promiscuous=promiscuous,
             )
             proto = make_protocol(ctx)
-            self.nodes[s] = SimNode(ctx, NodeRuntime(ctx, proto, _SimIO(self, s)))
+            rt = NodeRuntime(ctx, proto, _SimIO(self, s))
+            rt.hop_loss = HopLoss.for_station(hop_loss, seed, s)  # the same draws as the router's
+            self.nodes[s] = SimNode(ctx, rt)
         for node in self.nodes.values():
             node.runtime.start(0)
             self._arm(node)

@@ -131,6 +131,8 @@ class RouterConfig:
     seed: int = 1
     extensions: tuple[ExtensionConfig, ...] = ()
     ifq_len: int = DEFAULT_IFQ_LEN
+    hop_loss: float = 0.0
+    """Per-hop loss above the MAC, a probability (nodes.core.hoploss)."""
     promiscuous: bool = False
     mirror: MirrorConfig = MirrorConfig()
     trace: TraceMode = "auto"
@@ -149,6 +151,8 @@ class RouterConfig:
             raise ConfigError(f"{WHERE}: station_id: must be in 1..{MAX_STATIONS}, got {self.station_id}")
         if self.ifq_len < 1:
             raise ConfigError(f"{WHERE}: ifq_len: must be at least 1, got {self.ifq_len}")
+        if not 0.0 <= self.hop_loss <= 1.0:
+            raise ConfigError(f"{WHERE}: hop_loss: must be a probability in [0, 1], got {self.hop_loss}")
         for name in ("welcome_timeout_s", "counters_interval_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
@@ -172,6 +176,7 @@ class RouterConfig:
             "protocol": self.protocol.to_json(),
             "extensions": [e.to_json() for e in self.extensions],
             "ifq_len": self.ifq_len,
+            "hop_loss": self.hop_loss,
             "promiscuous": self.promiscuous,
             "mirror": self.mirror.to_json(),
             "trace": self.trace,
@@ -217,6 +222,7 @@ class RouterConfig:
             seed=_int(d.get("seed", 1), "seed"),
             extensions=() if ext is None else _extensions(ext),
             ifq_len=_int(d.get("ifq_len", DEFAULT_IFQ_LEN), "ifq_len"),
+            hop_loss=_float(d.get("hop_loss", 0.0), "hop_loss"),
             promiscuous=_bool(d.get("promiscuous", False), "promiscuous"),
             mirror=_mirror(d.get("mirror", "auto")),
             trace=_trace(d.get("trace", "auto")),

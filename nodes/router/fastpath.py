@@ -162,6 +162,8 @@ def why_not(router: Router) -> str | None:
         return "extensions attached"
     if router.wired is not None:
         return "wired gateway (IP-in-IP in the Python path)"
+    if router.config.hop_loss > 0:
+        return "hop_loss (drawn in the Python path)"
     if router.mirror_mode == "always":
         return "mirror: always"
     routes = getattr(proto, "routes", None)

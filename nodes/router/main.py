@@ -35,6 +35,7 @@ from nodes.core import icmp
 from nodes.core.addr import station_ip_bytes
 from nodes.core.clock import MonotonicClock
 from nodes.core.events import Action, Frame, FromAir, FromLocal, TxStatus
+from nodes.core.hoploss import HopLoss
 from nodes.core.ifq import InterfaceQueue
 from nodes.core.ipip import IPPROTO_IPIP, WiredRoute, decapsulate, encapsulate
 from nodes.core.mac import MacState
@@ -220,6 +221,7 @@ class Router:
         # the runtime exists before extensions attach, so an endpoint agent (nodes.tcpctl) can be
         # plugged into it first
         self.rt = NodeRuntime(self.ctx, self.protocol, self, self.mac)
+        self.rt.hop_loss = HopLoss.for_station(self.config.hop_loss, seed, self.station)
         if self.config.tcpctl is not None:
             from nodes.tcpctl.station import attach
 
