@@ -316,6 +316,40 @@ def shard_points(
     return [p for p in points if p.index % n == i]
 
 
+def parse_where(texts: Sequence[str]) -> list[tuple[str, str]]:
+    """``--where AXIS=VALUE`` arguments -> (axis, value) pairs."""
+    out = []
+    for text in texts:
+        axis, sep, value = text.partition("=")
+        if not sep or not axis.strip() or not value.strip():
+            raise ValueError(f"--where {text!r}: expected AXIS=VALUE, e.g. mobility.max_speed_mps=20")
+        out.append((axis.strip(), value.strip()))
+    return out
+
+
+def where_points(points: Sequence[Point], where: Sequence[tuple[str, str]], sweep: Sweep) -> list[Point]:
+    """The points whose axis ``a`` has the value (label) ``v`` for every ``(a, v)`` in ``where``:
+    a claim's points first, e.g. the highest speed of a paper whose claims are made there.
+
+    Rows are the same as the full sweep's (point ids do not depend on the filter), so the rest
+    runs later with nothing paid twice. A sequential sweep cannot be filtered on its paired axis
+    (``until.axis``): its stopping rule needs every variant of a block."""
+    axes = {k for p in points for k in p.params}
+    seq = sweep.sequential
+    for axis, value in where:
+        if axis not in axes:
+            raise ValueError(f"--where {axis}={value}: no axis {axis!r} (axes: {', '.join(sorted(axes))})")
+        if seq is not None and axis == seq.until.axis:
+            raise ValueError(
+                f"--where {axis}={value}: {axis!r} is the paired axis of the stopping rule; "
+                "filter on the others"
+            )
+        values = sorted({label(p.params[axis]) for p in points})
+        if value not in values:
+            raise ValueError(f"--where {axis}={value}: no such value (values: {', '.join(values)})")
+    return [p for p in points if all(label(p.params[a]) == v for a, v in where)]
+
+
 def parse_duration(text: str) -> float:
     """``2h``, ``90m``, ``1h30m``, ``45s`` or a number of seconds -> seconds."""
     m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
@@ -734,6 +768,13 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     )
     ap.add_argument("--shard", default=None, help="run only points with index %% n == i, as i/n (0-based)")
     ap.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="AXIS=VALUE",
+        help="run only the points with this axis value, e.g. mobility.max_speed_mps=20 (repeatable)",
+    )
+    ap.add_argument(
         "--scheduler",
         default=None,
         metavar="HOST:PORT",
@@ -774,6 +815,7 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     try:
         sweep = load_sweep(args.sweep)
         shard = parse_shard(args.shard) if args.shard else None
+        where = parse_where(args.where)
         budget_s = parse_duration(args.budget) if args.budget else None
     except (SweepError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -784,7 +826,11 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         print("error: --retries and --max-reruns must be >= 0", file=sys.stderr)
         return 2
     all_points = expand(sweep)
-    points = shard_points(all_points, shard, sweep)
+    try:
+        points = shard_points(where_points(all_points, where, sweep), shard, sweep)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     exp_dir = Path(args.out) / sweep.experiment
     if not args.no_check:
         errors = check_points(sweep, points)
@@ -875,9 +921,9 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     for o in report.failed:
         print(f"  {o.status}: {_params_text(o.point)}: {o.error}", file=sys.stderr)
     for c in report.comparisons:
-        where = ", ".join(f"{k}={v}" for k, v in c.block)
+        block = ", ".join(f"{k}={v}" for k, v in c.block)
         print(
-            f"  {c.treatment} vs {c.baseline} [{where}]: {c.change.value:+.1f} % "
+            f"  {c.treatment} vs {c.baseline} [{block}]: {c.change.value:+.1f} % "
             f"[{c.change.low:+.1f}, {c.change.high:+.1f}] over {c.change.n} seeds: {c.verdict.value}",
             file=sys.stderr,
         )

@@ -334,3 +334,31 @@ def test_merging_hosts_rows_records_each_run_once(tmp_path: Path) -> None:
     assert merge_rows(sweep, tmp_path / "ctl", srcs, revision="") == (0, [])
     counted = RowStore("seq", tmp_path / "ctl").load({p.point_id: p.index for p in points}).counted()
     assert sorted(r.point_id for r in counted) == sorted(p.point_id for p in points[:16])
+
+
+def test_where_runs_one_blocks_points_with_the_full_sweeps_ids(tmp_path: Path) -> None:
+    """``--where`` keeps a block's points (every variant, every seed) and their ids: a later run of
+    the whole sweep finds those rows and pays for nothing twice."""
+    sweep = parse_sweep(SEQ_YAML, "seq.yaml")
+    points = expand(sweep)
+    where = sw.parse_where(["traffic.tcp[0].max_window_pkts=4"])
+    kept = sw.where_points(points, where, sweep)
+    assert kept and all(p.params["traffic.tcp[0].max_window_pkts"] == 4 for p in kept)
+    assert {p.point_id for p in kept} == {
+        p.point_id for p in points if p.params["traffic.tcp[0].max_window_pkts"] == 4
+    }
+    run = EffectRun()
+    sw.run_points(sweep, kept, out_root=tmp_path, data_dir=tmp_path, run_fn=run)
+    first = len(run.calls)
+    assert first > 0 and all("max_window_pkts" in str(c.overrides) for c in run.calls)
+    again = EffectRun()
+    sw.run_points(sweep, points, out_root=tmp_path, data_dir=tmp_path, run_fn=again)
+    assert {c.point_id for c in again.calls}.isdisjoint({c.point_id for c in run.calls})
+    with pytest.raises(ValueError, match="paired axis"):
+        sw.where_points(points, sw.parse_where(["routing.extensions=abra"]), sweep)
+    with pytest.raises(ValueError, match="no axis 'speed'"):
+        sw.where_points(points, sw.parse_where(["speed=4"]), sweep)
+    with pytest.raises(ValueError, match=r"no such value \(values: 4, 8\)"):
+        sw.where_points(points, sw.parse_where(["traffic.tcp[0].max_window_pkts=5"]), sweep)
+    with pytest.raises(ValueError, match="expected AXIS=VALUE"):
+        sw.parse_where(["speed"])
