@@ -79,7 +79,9 @@ def test_router_config_follows_the_contract(tmp_path: Path) -> None:
         "welcome_timeout_s",
         "counters_interval_s",
         "lag_probe_interval_s",
+        "hop_loss",
     }
+    assert cfg["hop_loss"] == 0.0  # routing.hop_loss off unless the scenario sets it
     assert cfg["station_id"] == 3 and cfg["n_stations"] == 5 and cfg["seed"] == 7
     assert cfg["medium_socket"] == "/run/manet/3fa9c1/medium.sock"
     assert cfg["protocol"] == {"name": "static", "params": {}, "routes": {"1": 2, "2": 2, "4": 4, "5": 4}}
