@@ -50,6 +50,8 @@ METRICS: Final[dict[str, str]] = {
     "flows_failed": "TCP flows without a throughput figure, or whose file never arrived",
     "packet_loss_pct": "IP packets the stations sent into the MANET and never delivered, % (summary.json)",
     "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
+    "srtt_norm_var_s": "the kernel's RTT estimator error E[(SRTT - RTT)^2] / E[RTT] over the TCP flows' "
+    "samples (Cohen & Levin Fig. 7(b)), s; needs the BPF side (tcpctl), else empty",
 }
 
 
@@ -138,8 +140,24 @@ def run_metrics(
         "flows_failed": float(failed),
         "packet_loss_pct": _num(summary.get("packet_loss_pct")),
         "false_link_failure_pct": _num(summary.get("false_link_failure_pct")),
+        "srtt_norm_var_s": _srtt_norm_var(flows),
     }
     return metrics, per_flow
+
+
+def _srtt_norm_var(flows: list[dict[str, Any]]) -> float:
+    """E[(SRTT - RTT)^2] / E[RTT] over all the flows' estimator samples (``flows[].tcp.srtt_error``,
+    testbed.metrics): the flows' squared errors and RTTs pooled, weighted by their sample counts."""
+    n = sq = rtt = 0.0
+    for f in flows:
+        e = (f.get("tcp") or {}).get("srtt_error") or {}
+        k = _num(e.get("samples"))
+        if math.isnan(k) or k <= 0:
+            continue
+        n += k
+        sq += k * (_num(e.get("rmse_ms")) / 1e3) ** 2
+        rtt += k * _num(e.get("mean_rtt_ms")) / 1e3
+    return sq / rtt if n > 0 and rtt > 0 else math.nan
 
 
 @dataclass

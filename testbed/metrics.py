@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import traffic
+from testbed.naming import station_ip
 from testbed.results import Results, read_json, write_json
 from testbed.station import Station
 from testbed.traffic import node_label
@@ -192,6 +193,39 @@ class RunMetrics:
             fs["tcp"] = {"conn": data, **conn_summary(by_conn[data])}
 
     # ------------------------------------------------------------------ teardown
+    def summarise_estimator(self, flows: list[traffic.Flow], res: Results, run_id: str) -> None:
+        """Per TCP flow with the run's BPF side loaded: the kernel's RTT estimator error over the
+        data connection (``flows[].tcp.srtt_error``, nodes.tcpctl.observe.srtt_error), read from
+        the sender's ``tcpctl_st`` entry before the maps are unpinned."""
+        from nodes.tcpctl import kernel as K
+        from nodes.tcpctl.observe import srtt_error
+
+        try:
+            maps = K.Maps(run_id)
+        except OSError:
+            return
+        try:
+            states = [(str(k), maps.state(k)) for k in maps.keys()]
+        finally:
+            maps.close()
+        for fl, fs in zip(flows, res.summary["flows"], strict=True):
+            if fl.proto != "tcp":
+                continue
+            src = f"{station_ip(fl.src)}:" if isinstance(fl.src, int) else ""
+            mine = [
+                (c, st)
+                for c, st in states
+                if st is not None and c.endswith(f":{fl.port}") and c.startswith(src)
+            ]
+            data = fs.get("tcp", {}).get("conn")
+            best = [m for m in mine if m[0] == data] or sorted(mine, key=lambda m: -int(m[1]["rtt_err_n"]))
+            if best and (err := srtt_error(best[0][1], K.RTT_ERR_UNIT_US)):
+                fs.setdefault("tcp", {})["srtt_error"] = {
+                    "conn": best[0][0],
+                    **err,
+                    "rtt_callbacks": int(best[0][1]["n_rtt"]),
+                }
+
     def finalize(self, res: Results, station_ids: list[int], flows: list[traffic.Flow]) -> None:
         """Router and medium counters into the summary (whatever the run got to write)."""
         total = 0

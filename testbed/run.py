@@ -590,6 +590,8 @@ class Testbed:
         metrics.stop_observer(res)
         metrics.nstat_after(self.nodes(), hist, res, flows)
         metrics.summarise_series(flows, res)
+        if self.tcpctl is not None:
+            metrics.summarise_estimator(flows, res, self.run_id)
         res.summary["duration_s"] = round(time.monotonic() - run_started, 3)
         res.summary["complete"] = True
         res.save_summary()

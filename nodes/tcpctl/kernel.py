@@ -56,7 +56,10 @@ _ST_SCALARS = (
     "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us hold_cwnd hold_una hold_caps "
     "rttvar_us rto_est_us"
 ).split()
-_ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I")
+_ST_TAIL = ("rtt_sum_us", "rtt_sqerr", "rtt_err_n", "rtt_err_pad")
+_ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I2Q2I")
+RTT_ERR_UNIT_US = 10
+"""Unit of ``rtt_sqerr`` (tcpctl.h ``RTT_ERR_UNIT_US``): the squared SRTT errors are summed in (10 us)^2."""
 
 CMD_SNAPSHOT, CMD_RESTORE_OLD, CMD_RESTORE_DEFAULT, CMD_SET = 1, 2, 3, 4
 POLICY_STANDARD, POLICY_FIXED_AFTER_TWO, POLICY_ABRA = 0, 1, 2
@@ -400,6 +403,7 @@ def unpack_st(b: bytes) -> dict[str, Any]:
     k = d["n_rto"]
     idx = [i % RTO_LOG for i in range(max(0, k - RTO_LOG), k)]
     d["rto_events"] = [{"t_ns": ts[i], "rto_us": rto[i], "next_cap_us": nxt[i]} for i in idx]
+    d.update(zip(_ST_TAIL, v[n + 3 * RTO_LOG :], strict=True))
     return d
 
 

@@ -40,6 +40,8 @@ FIELDS = (
     "bytes_sent",
     "n_rto_bpf",
 )
+
+
 def parse_nstat(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for line in text.splitlines():
@@ -390,4 +392,25 @@ def conn_summary(series: list[dict[str, Any]]) -> dict[str, Any]:
         "retrans_total": max(int(s.get("retrans_total", 0) or 0) for s in series),
         "max_cwnd": max(int(s.get("cwnd", 0) or 0) for s in series),
         "bytes_acked": int(last.get("bytes_acked", 0) or 0),
+    }
+
+
+def srtt_error(st: dict[str, Any], err_unit_us: int) -> dict[str, Any]:
+    """The kernel estimator's error over one connection, from its BPF state (``tcpctl_st``).
+
+    Cohen & Levin Fig. 7(b): "the variance of the SRTT normalized with respect to the RTT
+    expectation, i.e. Var(SRTT)/E[RTT] = E[(SRTT - RTT)^2]/E[RTT]", over every RTT sample the
+    kernel took (RTT_CB), SRTT being the estimate that sample found. ``norm_var_s`` is that ratio
+    with times in seconds (s^2 / s); ``rmse_ms`` its numerator's root. Empty without samples.
+    """
+    n = int(st.get("rtt_err_n", 0) or 0)
+    if n <= 0:
+        return {}
+    mean_rtt_s = int(st["rtt_sum_us"]) / n / 1e6
+    mse_s2 = int(st["rtt_sqerr"]) * (err_unit_us / 1e6) ** 2 / n
+    return {
+        "samples": n,
+        "mean_rtt_ms": round(mean_rtt_s * 1e3, 3),
+        "rmse_ms": round(mse_s2**0.5 * 1e3, 3),
+        "norm_var_s": round(mse_s2 / mean_rtt_s, 6) if mean_rtt_s > 0 else None,
     }

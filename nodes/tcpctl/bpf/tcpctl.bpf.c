@@ -142,7 +142,23 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *
 				   struct tcpctl_st *st, const struct tcpctl_ctl *ctl)
 {
 	__u32 srtt_us = skops->srtt_us >> 3;
+	/* tcp_bpf_rtt(sk, mrtt_us, srtt): args[0] the sample (us), args[1] tp->srtt_us after it
+	 * (<< 3). The kernel calls it once per round trip (tcp_rtt_estimator(), where it updates
+	 * rttvar: after(snd_una, rtt_seq)), so each call is one sample of the estimator's error. The
+	 * estimate the sample found is undone from srtt8 = 7/8 srtt8_old + mrtt: srtt_old =
+	 * (srtt8 - mrtt) / 7 (us). */
+	__u32 mrtt_us = skops->args[0];
+	__u32 srtt8 = skops->args[1];
 
+	if (st->n_rtt && mrtt_us > 0 && srtt8 >= mrtt_us) {
+		__u64 m = (__u64)mrtt_us;
+		__u64 before = (__u64)(srtt8 - mrtt_us) / 7;
+		__u64 err = (before > m ? before - m : m - before) / RTT_ERR_UNIT_US;
+
+		st->rtt_sum_us += m;
+		st->rtt_sqerr += err * err;
+		st->rtt_err_n++;
+	}
 	st->n_rtt++;
 	st->srtt_us = srtt_us;
 	/* RTT_CB runs at the end of tcp_rtt_estimator(), before tcp_set_rto(): the RTO this sample

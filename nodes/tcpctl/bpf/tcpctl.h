@@ -6,6 +6,9 @@
 #define TCPCTL_H
 
 #define TCPCTL_RTO_LOG 16
+/* unit of the squared SRTT error (tcpctl_st.rtt_sqerr): 10 us, so a sum of 1e6 samples of 10 s
+ * errors stays far below 2^64 */
+#define RTT_ERR_UNIT_US 10
 
 /* Commands written by the agent into ctl.cmd; executed once per new ctl.cmd_seq. */
 enum tcpctl_cmd {
@@ -84,6 +87,13 @@ struct tcpctl_st { /* written by BPF only */
 	__u64 rto_ts_ns[TCPCTL_RTO_LOG]; /* bpf_ktime_get_ns() of each expiration */
 	__u32 rto_log_us[TCPCTL_RTO_LOG];     /* icsk_rto when it expired */
 	__u32 rto_next_us[TCPCTL_RTO_LOG];    /* cap we set for the next RTO (0: none) */
+	/* The estimator's error at each RTT_CB (once per round trip; args[0] = the sample mrtt_us,
+	 * Linux 6.10+): Cohen & Levin Fig. 7(b)'s Var(SRTT)/E[RTT] = E[(SRTT - RTT)^2] / E[RTT], with
+	 * SRTT the estimate the sample found (before tcp_rtt_estimator() folded it in). */
+	__u64 rtt_sum_us;    /* sum of the samples that had an estimate before them */
+	__u64 rtt_sqerr;     /* sum of (srtt_before - mrtt)^2, in (RTT_ERR_UNIT_US us)^2 */
+	__u32 rtt_err_n;     /* how many such samples */
+	__u32 rtt_err_pad;
 };
 
 #endif
