@@ -62,8 +62,17 @@ def block_key(point: Point, axis: str) -> BlockKey:
 class Plan:
     """The sweep's remaining work and its verdicts. ``next_point`` hands out one point at a time."""
 
-    def __init__(self, sweep: Sweep, points: Sequence[Point], counted: Iterable[RunRecord] = ()) -> None:
+    def __init__(
+        self,
+        sweep: Sweep,
+        points: Sequence[Point],
+        counted: Iterable[RunRecord] = (),
+        seed_cap: int | None = None,
+    ) -> None:
+        """``seed_cap``: no block grows beyond this many seeds in this invocation (``--max-seeds``:
+        every block's minimum first, the growth towards ``max`` in a later invocation)."""
         self.sweep = sweep
+        self.seed_cap = seed_cap
         self.points = list(points)
         self.seq = sweep.sequential
         self.values: dict[str, RunRecord] = {}  # point id -> counted row
@@ -146,12 +155,15 @@ class Plan:
                     if self._open(p, busy):
                         return p
         # Every run below the targets is done or running: give the least-seeded undecided block more.
-        growable = [b for b in self.blocks if not b.final and b.target < len(b.seeds)]
+        growable = [b for b in self.blocks if not b.final and b.target < self._limit(b)]
         if not growable:
             return None
         blk = min(growable, key=lambda b: b.target)
-        blk.target = min(len(blk.seeds), blk.target + self.seq.step)
+        blk.target = min(self._limit(blk), blk.target + self.seq.step)
         return self.next_point(busy)
+
+    def _limit(self, blk: _Block) -> int:
+        return len(blk.seeds) if self.seed_cap is None else min(len(blk.seeds), self.seed_cap)
 
     # ---------------------------------------------------------------------------------- state
 

@@ -402,6 +402,7 @@ def run_points(
     host_busy: Callable[[], float] = lambda: 0.0,
     start_gap_s: float = 0.0,
     on_valid: Callable[[Point, Path, RunRecord], None] | None = None,
+    seed_cap: int | None = None,
 ) -> SweepReport:
     """Run the points that have no valid row yet, as the plan hands them out; return what happened.
 
@@ -421,7 +422,7 @@ def run_points(
     all_ids = {p.point_id: p.index for p in expand(sweep)}
     loaded = store.load(all_ids)
     counted = loaded.counted()
-    plan = Plan(sweep, points, counted)
+    plan = Plan(sweep, points, counted, seed_cap=seed_cap)
     index = SweepIndex(exp_dir)
     report = SweepReport(sweep.experiment, exp_dir, store.path, selected=len(points))
     ids = {p.point_id for p in points}
@@ -737,6 +738,7 @@ def run_points_here(
     sweep_file: str | None = None,
     budget_s: float | None = None,
     on_valid: Callable[[Point, Path, RunRecord], None] | None = None,
+    seed_cap: int | None = None,
 ) -> SweepReport:
     """``run_points`` as a command runs it on this host: progress on stderr, the host's CPU sampled
     for the validity signals, and ``--parallel auto``'s gap between starts."""
@@ -757,6 +759,7 @@ def run_points_here(
             host_busy=sampler.busy,
             start_gap_s=DEFAULT_MODEL.start_gap_s if isinstance(conc, AutoParallel) else 0.0,
             on_valid=on_valid,
+            seed_cap=seed_cap,
         )
 
 
@@ -800,6 +803,14 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         help=f"run an invalid run again up to N times (default {MAX_INVALID_RERUNS})",
     )
     ap.add_argument("--budget", default=None, help="start no run that would end after this, e.g. 2h, 90m")
+    ap.add_argument(
+        "--max-seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sequential sweeps: grow no block beyond N seeds in this invocation (e.g. every "
+        "claim's minimum first; a later invocation without it goes on towards seeds.max)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="list the points and their status; run nothing")
     ap.add_argument(
         "--no-check", action="store_true", help="skip loading the scenario with every set of overrides"
@@ -822,6 +833,9 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
         return 2
     if args.experiment:
         sweep = sweep.model_copy(update={"experiment": args.experiment})
+    if args.max_seeds is not None and args.max_seeds < 1:
+        print("error: --max-seeds must be >= 1", file=sys.stderr)
+        return 2
     if args.retries < 0 or args.max_reruns < 0:
         print("error: --retries and --max-reruns must be >= 0", file=sys.stderr)
         return 2
@@ -903,6 +917,7 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
             max_reruns=args.max_reruns,
             sweep_file=args.sweep,
             budget_s=budget_s,
+            seed_cap=args.max_seeds,
         )
     except KeyboardInterrupt:
         print("interrupted: run the same command again to resume", file=sys.stderr)

@@ -362,3 +362,26 @@ def test_where_runs_one_blocks_points_with_the_full_sweeps_ids(tmp_path: Path) -
         sw.where_points(points, sw.parse_where(["traffic.tcp[0].max_window_pkts=5"]), sweep)
     with pytest.raises(ValueError, match="expected AXIS=VALUE"):
         sw.parse_where(["speed"])
+
+
+def test_max_seeds_runs_every_blocks_minimum_and_a_later_run_grows_them(tmp_path: Path) -> None:
+    """``--max-seeds``: an undecided block stops at the cap in this invocation (the sweep's other
+    claims get their minimum first); the next invocation without it goes on from the rows."""
+    sweep = parse_sweep(SEQ_YAML, "seq.yaml")
+    points = expand(sweep)
+    capped = EffectRun()
+    report = sw.run_points(
+        sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=capped, seed_cap=6
+    )
+    seeds = {
+        w: {r.seed for r in capped.calls if r.overrides["traffic.tcp[0].max_window_pkts"] == w}
+        for w in (4, 8)
+    }
+    assert seeds[8] == set(range(1, 7))  # no effect: undecided, stopped at the cap, not at max 30
+    assert len(seeds[4]) <= 6
+    assert all(c.change.n <= 6 for c in report.comparisons)
+    later = EffectRun()
+    sw.run_points(sweep, points, out_root=tmp_path, data_dir=tmp_path / "d", run_fn=later)
+    again = {r.seed for r in later.calls if r.overrides["traffic.tcp[0].max_window_pkts"] == 8}
+    assert again == set(range(7, 31))  # the undecided block grows to max, nothing is run twice
+    assert sw.main(["experiments/sweeps/smoke.yaml", "--max-seeds", "0", "--dry-run"]) == 2
