@@ -11,7 +11,8 @@ scenario. ``AutoParallel`` is a sans-I/O controller:
 - **Start**: ``limit = floor(cores x target_cpu_share / cost)``, where ``cost`` is the cores one run
   of this scenario uses: measured (``run_cpu_s / wall_s`` of the experiment's earlier rows) when
   there are rows, else ``CapacityModel.estimate`` from the scenario's stations and flows.
-  Capped by memory (``MemAvailable`` / per-run memory) and ``max_runs``.
+  Capped by memory (``MemAvailable`` / per-run memory), by ``stations_per_core`` (the routers a
+  flood wakes at once) and ``max_runs``.
 - **Back off** (multiplicative, as TCP does): an invalid run halves the limit; a valid run whose
   signals are in the warning band (medium or router loop lag p99 above ``warn_*``) lowers it by one.
   The band is judged by lag alone: CPU pressure (PSI) is recorded but not judged, because a
@@ -56,6 +57,14 @@ class CapacityModel:
     per_station_mb: float = 40.0
     #: Never more runs at once than this.
     max_runs: int = 24
+    #: Stations per core that may run at once, whatever their mean cost: a route discovery floods
+    #: every router of a run at the same instant, and on 2 cores the last of 100 Python routers
+    #: waits its turn. A 100-station Cohen run (AODV) uses 0.25 cores on average yet, alone on the
+    #: 2-core host, 6 of its first 17 runs went invalid (one router's loop lag p99 53-100 ms), and
+    #: the mean cost alone started 4 at once (2026-11-26, docs/results/cohen.md); three 50-station
+    #: Klemm runs beside one Cohen run were all invalid. 50 per core: Cohen 1 at a time, Klemm 2,
+    #: the 20-station Ghanem runs 5 (their CPU cost keeps them at 3).
+    stations_per_core: float = 50.0
     #: Warning band: a valid run above these lowers the limit by one. Half of
     #: ``testbed.validity``'s invalid thresholds (medium lag p99 2 ms, router loop lag p99 50 ms),
     #: so the sweep backs off before runs become invalid. It was a quarter (0.5 ms, 12.5 ms):
@@ -128,7 +137,8 @@ class AutoParallel:
         self.cores = cores
         self.cost = max(cost_cores, 1e-3)
         mem_cap = int(mem_available_mb * 0.8 // max(1.0, model.per_station_mb * stations))
-        self.cap = max(1, min(model.max_runs, mem_cap))
+        burst_cap = int(cores * model.stations_per_core // max(1, stations))
+        self.cap = max(1, min(model.max_runs, mem_cap, burst_cap))
         self.start = max(1, min(self.cap, int(cores * model.target_cpu_share / self.cost)))
         self._limit = self.start
         self._healthy = 0
