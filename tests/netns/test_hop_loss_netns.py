@@ -1,5 +1,6 @@
 """Per-hop loss above the MAC on a real run (routing.hop_loss; Cohen & Levin's per-hop loss rate):
-the 4-hop static chain with 5 % per hop. Every router past the source loses about its share of
+the 4-hop static chain with 2 % per hop (Cohen's highest rate; at 5 % a run's first losses could
+stall TCP for most of its 12 s: 17 losses in 245 frames, 14 kbit/s, 2026-11-26). Every router past the source loses about its share of
 the frames the medium delivered to it, kernel TCP repairs the losses (retransmissions), and the
 native fast path steps aside (the draws are in the Python path). About 20 s."""
 
@@ -13,7 +14,7 @@ from scipy.stats import binomtest
 
 from experiments.multihop import run_point
 
-P = 0.05
+P = 0.02
 
 
 @pytest.mark.netns
@@ -31,7 +32,7 @@ def test_chain5_loses_five_percent_per_hop(tmp_path: Path) -> None:
     assert flow["throughput_bps"] > 20e3  # the flow ran
     assert flow["retransmits"] > 0  # the kernel repaired what the hops lost
     medium = json.loads((run_dir / "medium" / "counters.json").read_text())["per_station"]
-    total_lost = 0
+    total_lost = total_received = 0
     for s in range(1, 6):
         rec = json.loads((run_dir / "routers" / f"sta{s}.counters.json").read_text())
         lost = rec["counters"]["drops"].get("hop_loss", 0)
@@ -40,4 +41,7 @@ def test_chain5_loses_five_percent_per_hop(tmp_path: Path) -> None:
         # each router's losses are a binomial draw on the frames the medium delivered to it
         assert binomtest(lost, received, P).pvalue > 1e-4, (s, lost, received)
         total_lost += lost
-    assert total_lost > 50
+        total_received += received
+    assert total_received > 1000, total_received  # enough draws for the test to have power
+    assert binomtest(total_lost, total_received, P).pvalue > 1e-4, (total_lost, total_received)
+    assert total_lost > 10
