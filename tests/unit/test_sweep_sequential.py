@@ -400,3 +400,25 @@ def test_max_seeds_runs_every_blocks_minimum_and_a_later_run_grows_them(tmp_path
     again = {r.seed for r in later.calls if r.overrides["traffic.tcp[0].max_window_pkts"] == 8}
     assert again == set(range(7, 31))  # the undecided block grows to max, nothing is run twice
     assert sw.main(["experiments/sweeps/smoke.yaml", "--max-seeds", "0", "--dry-run"]) == 2
+
+
+def test_mean_over_points_does_not_credit_a_chance_negative_covariance() -> None:
+    """Cohen at 1 % loss, seeds 1-4: RTO counts at 2.5 m/s (-60 %) and 25 m/s (-4 %), whose seed
+    influences happen to cancel. Their mean change (-32 %) is no surer than either point."""
+    low_speed = ([1.0, 0.0, 0.0, 1.0], [4.0, 0.0, 0.0, 1.0])
+    high_speed = ([8.0, 0.0, 3.0, 13.0], [5.0, 0.0, 3.0, 17.0])
+    two = paired_change([low_speed, high_speed])
+    assert math.isclose(two.value, -32.0, abs_tol=0.01)
+    assert two.low < 0.0 < two.high  # was [-34.9, -29.1]: "reproduced" from two undecided points
+    # at least as wide as two independent points' mean would be
+    assert two.high - two.low > 2 * 40.0
+    # correlated blocks (the usual case: a seed fixes the topology for every point) still decide
+    rng = np.random.default_rng(7)
+    base = 1e4 * (1 + 9 * rng.random(10))
+    a = paired_change(
+        [
+            (base * 0.8 * (1 + rng.normal(0, 0.03, 10)), base),
+            (base * 0.7 * (1 + rng.normal(0, 0.03, 10)), base),
+        ]
+    )
+    assert a.high < 0.0 and a.low < -25.0 < a.high
