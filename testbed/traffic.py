@@ -244,7 +244,7 @@ def load_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _bytes_in_window(server: dict[str, Any], window_s: float) -> tuple[int, bool]:
+def bytes_in_window(server: dict[str, Any], window_s: float) -> tuple[int, bool]:
     """Bytes the receiver got in the intervals that began within the flow's ``window_s``.
 
     The server's per-interval records are the receiver-side truth for TCP and UDP alike; they
@@ -288,7 +288,7 @@ def parse_flow(fl: Flow) -> dict[str, Any]:
     res["interrupted"] = any("interrupt" in e for e in errors)
     s = fl.spec
     window = float(s.duration_s) if s.duration_s is not None else 0.0
-    got, found = _bytes_in_window(server or {}, window) if window > 0 else (0, False)
+    got, found = bytes_in_window(server or {}, window) if window > 0 else (0, False)
     if found:
         res["bytes_received"] = got
         res["throughput_bps"] = 8.0 * got / window
