@@ -57,6 +57,7 @@ CAUSES = (
     "send_buffer_full",
     "route_discovery_timeout",
     "routing_drop",
+    "hop_loss",
     "delayed",
     "unknown",
 )
@@ -71,6 +72,8 @@ CAUSES = (
 - ``no_route``, ``send_buffer_full``, ``route_discovery_timeout``: the routing protocol had no
   route, its send buffer overflowed, or route discovery did not finish in time;
 - ``routing_drop``: any other drop by the routing protocol (TTL, salvage limit, ...);
+- ``hop_loss``: the scenario's per-hop loss above the MAC discarded it (``routing.hop_loss``,
+  nodes/core/hoploss.py: Cohen & Levin's per-hop loss rate);
 - ``delayed``: the segment or its ACK was not lost but arrived after the RTO (a spurious RTO);
 - ``unknown``: the trace does not say.
 """
@@ -88,6 +91,7 @@ DROP_CAUSE = {
     "no_route": "no_route",
     "send_buffer_full": "send_buffer_full",
     "send_buffer_timeout": "route_discovery_timeout",
+    "hop_loss": "hop_loss",
 }
 """Router drop reasons with their own timeout cause (the rest: ``routing_drop``, or the MAC's cause
 when the drop followed a link failure)."""

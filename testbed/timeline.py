@@ -38,6 +38,7 @@ CAUSE_COLOURS = {
     "send_buffer_full": "#17becf",
     "route_discovery_timeout": "#2ca02c",
     "routing_drop": "#bcbd22",
+    "hop_loss": "#aec7e8",
     "delayed": "#7f7f7f",
     "unknown": "#000000",
 }

@@ -176,6 +176,7 @@ def test_segment_delivered_after_the_rto_is_a_spurious_timeout() -> None:
         ("send_buffer_full", "send_buffer_full"),
         ("no_route", "no_route"),
         ("ttl_expired", "routing_drop"),
+        ("hop_loss", "hop_loss"),  # routing.hop_loss, nodes/core/hoploss.py
     ],
 )
 def test_routing_drops_at_the_sender(reason: str, cause: str) -> None:
