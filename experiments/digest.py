@@ -3,7 +3,7 @@ came out as they did, per point, from the run directories this host still has.
 
 The rows in git (experiments.rows) keep each run's metrics; a report's explanation needs more of
 each run: how long the paths were, what caused each TCP timeout (testbed.explain's ground-truth
-causes, summary.json ``timeouts_by_cause``), and how the senders' kernels repaired their losses
+causes: ``explain.json``, else summary.json ``timeouts_by_cause``), and how the senders' kernels repaired their losses
 (nstat at the flows' sources: fast retransmits, SACK and Reno recoveries, tail loss probes, lost
 retransmissions, spurious RTOs). ``run_digest`` turns one run's files into a ``RunDigest``
 (no I/O); ``main`` reads ``results/<experiment>/*/`` (valid runs only, by ``sweep-point.json``) and
@@ -100,6 +100,10 @@ def load_digests(exp_dir: Path) -> list[RunDigest]:
             summary, point = read_summary(run_dir), read_point(run_dir)
             if summary is None or point is None or not summary.get("complete") or not summary.get("valid"):
                 continue
+            rep = read_json(run_dir / "explain.json")
+            if isinstance(rep, dict) and isinstance(rep.get("by_cause"), dict):
+                # explain.json is rewritten by ``python -m testbed.explain RUN`` (newer causes)
+                summary = {**summary, "timeouts_by_cause": rep["by_cause"]}
             before = read_json(run_dir / "nstat" / "before.json") or {}
             after = read_json(run_dir / "nstat" / "after.json") or {}
             out.append(run_digest(point, summary, before, after))
