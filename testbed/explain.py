@@ -193,8 +193,24 @@ def station_of(ip: str) -> int:
     return int(ip.rsplit(".", 1)[1])
 
 
-def _key(r: TraceRecord) -> tuple[str, str, int, int, int]:
+PacketKey = tuple[str, str, object, int, int]
+
+IP_ID_REWRITERS = frozenset({"route_control"})
+"""Extensions that rewrite the IPv4 Identification on the way (route control: the route-number and
+NEW flag, docs/fidelity.md), so that the ID the kernel gave a packet is not what later stations
+see and many packets share one: such runs key TCP packets by their TCP identity instead."""
+
+
+def _key(r: TraceRecord) -> PacketKey:
     return (r.src, r.dst, r.ip_id, r.sport, r.dport)
+
+
+def _tcp_key(r: TraceRecord) -> PacketKey:
+    """A TCP packet by (addresses, ports, seq, ack, length, flags): what no router rewrites. The
+    copies of a retransmitted segment share it; ``follow`` cuts a copy's records at the next ORIG."""
+    if r.proto != IPPROTO_TCP:
+        return _key(r)
+    return (r.src, r.dst, (r.seq, r.ack, r.length, r.tcp_flags), r.sport, r.dport)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,13 +233,15 @@ class TraceIndex:
         records: Iterable[TraceRecord],
         medium: Sequence[MediumFailure],
         link_events: Sequence[LinkEvent] = (),
+        tcp_keys: bool = False,
     ) -> None:
+        self.key = _tcp_key if tcp_keys else _key
         self.link_events = sorted(link_events, key=lambda e: e.t_ns)
-        self.by_key: dict[tuple[str, str, int, int, int], list[TraceRecord]] = defaultdict(list)
+        self.by_key: dict[PacketKey, list[TraceRecord]] = defaultdict(list)
         self.by_station: dict[int, list[TraceRecord]] = defaultdict(list)
         self.orig: dict[Conn, list[TraceRecord]] = defaultdict(list)
         for r in records:
-            self.by_key[_key(r)].append(r)
+            self.by_key[self.key(r)].append(r)
             self.by_station[r.station].append(r)
             if r.ev == EV_ORIG and r.proto == IPPROTO_TCP:
                 self.orig[Conn(r.src, r.sport, r.dst, r.dport)].append(r)
@@ -289,7 +307,7 @@ def _mac_detail(idx: TraceIndex, fail: TraceRecord) -> tuple[str, str, float | N
 
 def follow(idx: TraceIndex, first: TraceRecord, kind: str, reasons: dict[int, list[str]]) -> Fate:
     """Follow one copy (from its ORIG record at the sender) to its delivery or its death."""
-    recs = [r for r in idx.by_key.get(_key(first), []) if first.t_ns <= r.t_ns <= first.t_ns + FOLLOW_NS]
+    recs = [r for r in idx.by_key.get(idx.key(first), []) if first.t_ns <= r.t_ns <= first.t_ns + FOLLOW_NS]
     # stop at a later ORIG of the same key (IP id reuse)
     for i, r in enumerate(recs[1:], 1):
         if r.ev == EV_ORIG:
@@ -564,10 +582,12 @@ def explain_rtos(
     rtos: Sequence[Rto],
     reasons: dict[int, list[str]],
     link_events: Sequence[LinkEvent] = (),
+    tcp_keys: bool = False,
 ) -> list[Explanation]:
     """Explain every RTO (sans-I/O): ``records`` of all routers, the medium's failures,
-    ``reasons``: each station's drop reason names by code, ``link_events``: scripted set_link."""
-    idx = TraceIndex(records, medium, link_events)
+    ``reasons``: each station's drop reason names by code, ``link_events``: scripted set_link,
+    ``tcp_keys``: packets keyed by TCP identity (``IP_ID_REWRITERS``)."""
+    idx = TraceIndex(records, medium, link_events, tcp_keys)
     return [explain_rto(idx, r, reasons) for r in rtos]
 
 
@@ -576,10 +596,11 @@ def losses_by_cause(
     medium: Sequence[MediumFailure],
     reasons: dict[int, list[str]],
     link_events: Sequence[LinkEvent] = (),
+    tcp_keys: bool = False,
 ) -> dict[str, int]:
     """Every TCP packet (segment or ACK) the kernels sent that never reached its destination's
     kernel, by cause (whether or not it caused a timeout): the run's losses as the trace saw them."""
-    idx = TraceIndex(records, medium, link_events)
+    idx = TraceIndex(records, medium, link_events, tcp_keys)
     c: Counter[str] = Counter()
     for rs in idx.orig.values():
         for r in rs:
@@ -625,6 +646,7 @@ class RunData:
     series: dict[int, list[dict[str, Any]]]
     range_m: float | None
     link_events: list[LinkEvent] = field(default_factory=list)
+    tcp_keys: bool = False  # an extension rewrote IP IDs (IP_ID_REWRITERS)
 
 
 def _read_json(p: Path, what: str) -> Any:
@@ -703,7 +725,14 @@ def load_run(run_dir: str | Path) -> RunData:
         series,
         _range_m(scenario),
         _link_events(scenario),
+        _rewrites_ip_id(scenario),
     )
+
+
+def _rewrites_ip_id(scenario: dict[str, Any]) -> bool:
+    exts = (scenario.get("routing") or {}).get("extensions") or []
+    names = {e if isinstance(e, str) else str((e or {}).get("name")) for e in exts}
+    return bool(names & IP_ID_REWRITERS)
 
 
 def _link_events(scenario: dict[str, Any]) -> list[LinkEvent]:
@@ -752,7 +781,9 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
         "timeouts_of_sampled_stations": station_total,
         "by_cause": timeouts_by_cause(expl),
         "unknown_pct": round(100 * sum(e.cause == "unknown" for e in expl) / len(expl), 1) if expl else 0.0,
-        "losses_by_cause": losses_by_cause(data.records, data.medium, data.reasons, data.link_events),
+        "losses_by_cause": losses_by_cause(
+            data.records, data.medium, data.reasons, data.link_events, data.tcp_keys
+        ),
         "nominal_range_m": data.range_m,
         "rtos": [asdict(e) for e in expl],
     }
@@ -760,7 +791,7 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
 
 def analyze(run_dir: str | Path) -> tuple[RunData, list[Explanation], dict[str, Any]]:
     data = load_run(run_dir)
-    expl = explain_rtos(data.records, data.medium, data.rtos, data.reasons, data.link_events)
+    expl = explain_rtos(data.records, data.medium, data.rtos, data.reasons, data.link_events, data.tcp_keys)
     return data, expl, report(data, expl)
 
 

@@ -373,3 +373,29 @@ def test_missing_medium_trace_is_named(tmp_path: Path) -> None:
         load_run(d)
     (d / "medium" / "trace.bin").write_bytes(MEDIUM_MAGIC)
     assert load_run(d).rtos == []
+
+
+def test_route_control_ids_are_followed_by_tcp_identity() -> None:
+    """Route control writes its route-number into the IPv4 ID at the source (kernel's ID 43477 ->
+    0) and an intermediate station may set the NEW bit (0 -> 0x8000): keyed by IP ID the copy
+    vanished after ORIG and the RTO read as ``no_route`` (every RTO of the Cohen route-control
+    runs, 2026-11-26). Keyed by TCP identity it is followed to its loss at sta2."""
+    recs = [
+        rec(1, 50, EV_ORIG, ip_id=43476, seq=0),
+        rec(1, 100, EV_ORIG, ip_id=43477),
+        rec(1, 101, EV_TX, ip_id=0, peer=2),
+        rec(1, 103, EV_TX_OK, ip_id=0, peer=2),
+        rec(2, 103, EV_RX, ip_id=0, peer=1),
+        rec(2, 104, EV_DROP, ip_id=0x8000, code=0),
+        # other segments share the route-number ID 0: they must not be taken for this one
+        rec(1, 150, EV_ORIG, ip_id=43478, seq=SEQ + 1000),
+        rec(1, 151, EV_TX, ip_id=0, peer=2, seq=SEQ + 1000),
+        rec(2, 153, EV_RX, ip_id=0, peer=1, seq=SEQ + 1000),
+        rec(2, 154, EV_TX, ip_id=0, peer=3, seq=SEQ + 1000),
+        rec(1, 400, EV_ORIG, ip_id=43490),  # the RTO's retransmission
+    ]
+    [by_id] = explain_rtos(recs, [], [RTO], {2: ["hop_loss"]})
+    assert by_id.cause == "no_route"  # the old reading: the copy was never seen leaving sta1
+    [e] = explain_rtos(recs, [], [RTO], {2: ["hop_loss"]}, tcp_keys=True)
+    assert (e.cause, e.station) == ("hop_loss", 2), e
+    assert [h.station for h in e.copies[-1].path] == [1, 1, 1, 2, 2]
