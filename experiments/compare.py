@@ -278,6 +278,12 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     numeric = all(_num_or_str(x)[0] == 0 for x in xs)
     series = sorted({tuple(lab(r, a) for a in fig.series) for r in rows})
     figure, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), squeeze=False, sharey=True)
+    # series side by side around each x (their error bars would hide each other)
+    span = 1.0
+    if numeric:
+        fx = [float(x) for x in xs]
+        span = (max(fx) - min(fx)) or abs(fx[0]) or 1.0
+    dodge = {s: (i - (len(series) - 1) / 2) * 0.015 * span for i, s in enumerate(series)}
     for ax, panel in zip(axes[0], panels, strict=True):
         for s in series:
             px, py, pe = [], [], []
@@ -291,12 +297,14 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
                 ]
                 st = summarize(vals)
                 if st.n:
-                    px.append(float(x) if numeric else x)
+                    px.append(float(x) + dodge[s] if numeric else x)
                     py.append(st.mean)
                     pe.append(0.0 if math.isnan(st.ci95) else st.ci95)
             if px:
                 name = ", ".join(s) if s else fig.metric
                 ax.errorbar(px, py, yerr=pe, marker="o", capsize=3, label=name)
+        if numeric:
+            ax.set_xticks([float(x) for x in xs], xs)
         ax.set_xlabel(fig.x)
         ax.set_title(
             ", ".join(f"{a}={v}" for a, v in zip(fig.panels, panel, strict=True)) or fig.title, fontsize=9
