@@ -195,11 +195,6 @@ def station_of(ip: str) -> int:
 
 PacketKey = tuple[str, str, object, int, int]
 
-IP_ID_REWRITERS = frozenset({"route_control"})
-"""Extensions that rewrite the IPv4 Identification on the way (route control: the route-number and
-NEW flag, docs/fidelity.md), so that the ID the kernel gave a packet is not what later stations
-see and many packets share one: such runs key TCP packets by their TCP identity instead."""
-
 
 def _key(r: TraceRecord) -> PacketKey:
     return (r.src, r.dst, r.ip_id, r.sport, r.dport)
@@ -586,7 +581,7 @@ def explain_rtos(
 ) -> list[Explanation]:
     """Explain every RTO (sans-I/O): ``records`` of all routers, the medium's failures,
     ``reasons``: each station's drop reason names by code, ``link_events``: scripted set_link,
-    ``tcp_keys``: packets keyed by TCP identity (``IP_ID_REWRITERS``)."""
+    ``tcp_keys``: packets keyed by TCP identity (an extension rewrote IP IDs: ``Needs.rewrites_ip_id``)."""
     idx = TraceIndex(records, medium, link_events, tcp_keys)
     return [explain_rto(idx, r, reasons) for r in rtos]
 
@@ -646,7 +641,7 @@ class RunData:
     series: dict[int, list[dict[str, Any]]]
     range_m: float | None
     link_events: list[LinkEvent] = field(default_factory=list)
-    tcp_keys: bool = False  # an extension rewrote IP IDs (IP_ID_REWRITERS)
+    tcp_keys: bool = False  # an extension rewrote IP IDs (``Needs.rewrites_ip_id``)
 
 
 def _read_json(p: Path, what: str) -> Any:
@@ -730,9 +725,13 @@ def load_run(run_dir: str | Path) -> RunData:
 
 
 def _rewrites_ip_id(scenario: dict[str, Any]) -> bool:
+    """An extension of the run rewrites the IPv4 Identification (its ``NEEDS`` says so), so the
+    kernel's ID does not name a packet along its path (route control's route-number and NEW)."""
+    from nodes.extensions import needs_of
+
     exts = (scenario.get("routing") or {}).get("extensions") or []
     names = {e if isinstance(e, str) else str((e or {}).get("name")) for e in exts}
-    return bool(names & IP_ID_REWRITERS)
+    return any(needs_of(n).rewrites_ip_id for n in names)
 
 
 def _link_events(scenario: dict[str, Any]) -> list[LinkEvent]:

@@ -232,20 +232,26 @@ class Needs:
     ``send_options``); None when events are enough."""
     services: tuple[type[Service], ...] = ()
     """Shared services (:class:`Service` classes) it uses; their own ``NEEDS`` count as its."""
+    rewrites_ip_id: bool = False
+    """It rewrites the IPv4 Identification of packets it forwards (route control's route-number and
+    NEW flag), so that the kernel's ID does not name a packet along its path: testbed.explain then
+    follows TCP packets by their TCP identity."""
 
     def flattened(self) -> Needs:
         """These needs with every service's needs merged in (recursively)."""
         events, one_of, endpoint, core = set(self.events), list(self.one_of), self.endpoint, self.core
+        rewrites_ip_id = self.rewrites_ip_id
         for svc in self.services:
             sub: Needs = svc.NEEDS.flattened()
             events |= sub.events
             one_of += [alt for alt in sub.one_of if alt not in one_of]
             endpoint = endpoint or sub.endpoint
+            rewrites_ip_id = rewrites_ip_id or sub.rewrites_ip_id
             if sub.core is not None:
                 if core is not None and not (issubclass(core, sub.core) or issubclass(sub.core, core)):
                     raise TypeError(f"services need incompatible cores {core.__name__}, {sub.core.__name__}")
                 core = sub.core if core is None or issubclass(sub.core, core) else core
-        return Needs(frozenset(events), tuple(one_of), endpoint, core)
+        return Needs(frozenset(events), tuple(one_of), endpoint, core, rewrites_ip_id=rewrites_ip_id)
 
     def missing(self, core_cls: type[object], emitted: frozenset[EventClass]) -> list[str]:
         """Why a core of class ``core_cls`` emitting ``emitted`` cannot carry this (empty: it can)."""

@@ -223,9 +223,9 @@ class RouteControl:
         return self.api.retransmit(conn, ack, now_ns)
 
 
-NEEDS = Needs(events=frozenset({AodvIpForward}), endpoint=True)
+NEEDS = Needs(events=frozenset({AodvIpForward}), endpoint=True, rewrites_ip_id=True)
 """Table I runs where a plain IP packet is forwarded, editable (AODV's ``AodvIpForward``); the
-sender side needs the agent."""
+sender side needs the agent; the marks travel in the IPv4 Identification."""
 
 
 PARAMS = RouteControlParams

@@ -399,3 +399,13 @@ def test_route_control_ids_are_followed_by_tcp_identity() -> None:
     [e] = explain_rtos(recs, [], [RTO], {2: ["hop_loss"]}, tcp_keys=True)
     assert (e.cause, e.station) == ("hop_loss", 2), e
     assert [h.station for h in e.copies[-1].path] == [1, 1, 1, 2, 2]
+
+
+def test_runs_of_an_id_rewriting_extension_are_keyed_by_tcp_identity() -> None:
+    """Whether a run's TCP packets are followed by TCP identity comes from the extensions'
+    declarations (``Needs.rewrites_ip_id``), not from a list in explain."""
+    from testbed.explain import _rewrites_ip_id
+
+    assert _rewrites_ip_id({"routing": {"extensions": ["route_control"]}})
+    assert not _rewrites_ip_id({"routing": {"extensions": ["elfn", "epln", "bead"]}})
+    assert not _rewrites_ip_id({"routing": {"extensions": []}}) and not _rewrites_ip_id({})
