@@ -43,11 +43,12 @@ def chain_scenario(
     *,
     sysctls: dict[str, int] | None = None,
     tcpctl: bool | None = None,
+    udp: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Write ``<path>/<name>.json``: 4 static stations 200 m apart on a line (a 3-hop chain with
     ns2-wavelan's 250 m range), Reno, the given flows, ``routing`` section and extra sysctls.
     ``tcpctl`` None writes no ``tcpctl`` section (the extension tests: an extension in
-    ``routing.extensions`` turns the endpoint agent on)."""
+    ``routing.extensions`` turns the endpoint agent on). ``udp``: cross traffic flows."""
     data: dict[str, Any] = {
         "name": name,
         "duration_s": duration_s,
@@ -55,7 +56,7 @@ def chain_scenario(
         "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
         "radio": {"preset": "ns2-wavelan"},
         "mobility": {"model": "static"},
-        "traffic": {"tcp": flows},
+        "traffic": {"tcp": flows, "udp": udp or []},
         "routing": routing,
         "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
     }

@@ -15,35 +15,21 @@ import statistics
 from pathlib import Path
 
 import pytest
-import yaml
+from stack_run import chain_scenario
 
 from testbed.run import run_scenario
 
 pytestmark = [pytest.mark.netns]
 
-SCENARIO = {
-    "name": "srtt-error",
-    "duration_s": 14,
-    "seed": 1,
-    "field": {"x_m": 700, "y_m": 100},
-    "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
-    "radio": {"preset": "ns2-wavelan"},
-    "mobility": {"model": "static"},
-    "traffic": {
-        "tcp": [{"src": 1, "dst": 4, "start_s": 1, "duration_s": 12, "cc": "reno", "max_window_pkts": 8}],
-        "udp": [{"src": 1, "dst": 4, "start_s": 6, "duration_s": 2, "rate_bps": 600000, "size_bytes": 1000}],
-    },
-    "routing": {"protocol": "static", "routes": "auto"},
-    "tcp": {"cc": "reno", "sack": True, "timestamps": True},
-    "tcpctl": {"enabled": True},
-}
+TCP_FLOW = {"src": 1, "dst": 4, "start_s": 1, "duration_s": 12, "cc": "reno", "max_window_pkts": 8}
+UDP_BURST = {"src": 1, "dst": 4, "start_s": 6, "duration_s": 2, "rate_bps": 600000, "size_bytes": 1000}
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("srtt-error")
-    path = tmp / "srtt-error.yaml"
-    path.write_text(yaml.safe_dump(SCENARIO))
+    routing = {"protocol": "static", "routes": "auto"}
+    path = chain_scenario(tmp, "srtt-error", 14, [TCP_FLOW], routing, tcpctl=True, udp=[UDP_BURST])
     return run_scenario(str(path), seed=1, experiment="test-srtt-error", out_root=tmp)
 
 
