@@ -22,7 +22,7 @@ from typing import Any, Final
 import pandas as pd
 
 from experiments.multihop_report import markdown
-from experiments.rundirs import find_runs, read_json, read_point, read_summary
+from experiments.rundirs import read_json, valid_runs
 from experiments.spec import label
 
 #: Kernel counters (nstat, the TCP sources' namespaces) that say how losses were repaired.
@@ -95,19 +95,14 @@ def run_digest(
 def load_digests(exp_dir: Path) -> list[RunDigest]:
     """The digests of the valid, complete runs under ``exp_dir`` (the latest run per point)."""
     out: list[RunDigest] = []
-    for runs in find_runs(exp_dir).values():
-        for run_dir in reversed(runs):
-            summary, point = read_summary(run_dir), read_point(run_dir)
-            if summary is None or point is None or not summary.get("complete") or not summary.get("valid"):
-                continue
-            rep = read_json(run_dir / "explain.json")
-            if isinstance(rep, dict) and isinstance(rep.get("by_cause"), dict):
-                # explain.json is rewritten by ``python -m testbed.explain RUN`` (newer causes)
-                summary = {**summary, "timeouts_by_cause": rep["by_cause"]}
-            before = read_json(run_dir / "nstat" / "before.json") or {}
-            after = read_json(run_dir / "nstat" / "after.json") or {}
-            out.append(run_digest(point, summary, before, after))
-            break
+    for run_dir, summary, point in valid_runs(exp_dir):
+        rep = read_json(run_dir / "explain.json")
+        if isinstance(rep, dict) and isinstance(rep.get("by_cause"), dict):
+            # explain.json is rewritten by ``python -m testbed.explain RUN`` (newer causes)
+            summary = {**summary, "timeouts_by_cause": rep["by_cause"]}
+        before = read_json(run_dir / "nstat" / "before.json") or {}
+        after = read_json(run_dir / "nstat" / "after.json") or {}
+        out.append(run_digest(point, summary, before, after))
     return out
 
 

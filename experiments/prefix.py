@@ -31,7 +31,7 @@ import pandas as pd
 from scipy.stats import ks_2samp, wilcoxon
 
 from experiments.multihop_report import markdown
-from experiments.rundirs import find_runs, read_point, read_summary
+from experiments.rundirs import valid_runs
 from experiments.spec import label
 from experiments.stats import fieller
 from testbed.traffic import bytes_in_window, load_json
@@ -92,11 +92,7 @@ def compare_prefix(pairs: Sequence[RunPair], by: Sequence[str] | None = None) ->
 def load_pairs(exp_dir: Path, at_s: float) -> list[RunPair]:
     """The valid complete runs under ``exp_dir`` whose TCP flows all have per-second records."""
     out: list[RunPair] = []
-    for runs in find_runs(exp_dir).values():
-        run_dir = runs[-1]
-        summary, point = read_summary(run_dir), read_point(run_dir)
-        if summary is None or point is None or not summary.get("complete") or not summary.get("valid"):
-            continue
+    for run_dir, summary, point in valid_runs(exp_dir):
         flows = [f for f in summary.get("flows") or [] if f.get("proto", "tcp") == "tcp"]
         full = prefix = 0.0
         ok = bool(flows)

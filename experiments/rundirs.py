@@ -133,6 +133,18 @@ class SweepIndex:
         return p if p.is_absolute() else self.exp_dir / p
 
 
+def valid_runs(exp_dir: Path) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+    """(run directory, summary, point) of the newest complete and valid run of each point found on
+    disk: the runs an analysis of this host's run directories may use (experiments.digest,
+    experiments.prefix)."""
+    for dirs in find_runs(exp_dir).values():
+        for run_dir in reversed(dirs):
+            summary, point = read_summary(run_dir), read_point(run_dir)
+            if summary is not None and point is not None and summary.get("complete") and summary.get("valid"):
+                yield run_dir, summary, point
+                break
+
+
 def completed_runs(exp_dir: Path) -> dict[str, Path]:
     """Point id -> the run directory that completed it: the index's run if complete, else the
     newest complete run found on disk (e.g. collected from another host)."""
