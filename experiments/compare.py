@@ -277,7 +277,9 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     xs = sorted({lab(r, fig.x) for r in rows}, key=_num_or_str)
     numeric = all(_num_or_str(x)[0] == 0 for x in xs)
     series = sorted({tuple(lab(r, a) for a in fig.series) for r in rows})
-    figure, axes = plt.subplots(1, len(panels), figsize=(max(7.0, 5.0 * len(panels)), 4.0), squeeze=False, sharey=True)
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(max(7.0, 5.0 * len(panels)), 4.0), squeeze=False, sharey=True
+    )
     # series side by side around each x (their error bars would hide each other)
     span = 1.0
     if numeric:
@@ -306,9 +308,7 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
         if numeric:
             ax.set_xticks([float(x) for x in xs], xs)
         ax.set_xlabel(fig.x)
-        ax.set_title(
-            ", ".join(f"{a}={v}" for a, v in zip(fig.panels, panel, strict=True)), fontsize=9
-        )
+        ax.set_title(", ".join(f"{a}={v}" for a, v in zip(fig.panels, panel, strict=True)), fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(fig.ylabel)
