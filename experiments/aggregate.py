@@ -52,6 +52,8 @@ METRICS: Final[dict[str, str]] = {
     "false_link_failure_pct": "failed unicasts whose receiver was in range (collision, channel error), %",
     "srtt_norm_var_s": "the kernel's RTT estimator error E[(SRTT - RTT)^2] / E[RTT] over the TCP flows' "
     "samples (Cohen & Levin Fig. 7(b)), s; needs the BPF side (tcpctl), else empty",
+    "rts_one_attempt_pct": "unicast frames sent with RTS/CTS that needed one RTS attempt, % (Klemm 2004 "
+    "Fig. 13; the medium's counters, all stations)",
 }
 
 
@@ -141,6 +143,7 @@ def run_metrics(
         "packet_loss_pct": _num(summary.get("packet_loss_pct")),
         "false_link_failure_pct": _num(summary.get("false_link_failure_pct")),
         "srtt_norm_var_s": _srtt_norm_var(flows),
+        "rts_one_attempt_pct": _num(summary.get("rts_one_attempt_pct")),
     }
     return metrics, per_flow
 

@@ -30,6 +30,7 @@ import io
 import json
 import math
 import os
+import tempfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -357,3 +358,76 @@ class RowStore:
                 valid_seen[rec.point_id] = n
             out.records.append(rec)
         return out
+
+    def _rewrite(self, lines: list[str]) -> None:
+        """Replace the file by ``lines`` atomically (temporary file, fsync, ``os.replace``); the
+        caller holds the lock, so an appender waits and then appends to the new file."""
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.writelines(lines)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def add_columns(self, metrics: Sequence[str]) -> list[str]:
+        """Give the file a column for each of ``metrics`` it lacks (after its last metric column,
+        before the validity signals), empty in the rows already there; returns the columns added.
+        Well-formed rows get their check recomputed; a cut or altered row is kept as it was (load
+        still skips it). A sweep running with the old header appends to the new one (``append``
+        reads the header under the same lock)."""
+        with self._locked():
+            cols = self.columns()
+            if cols is None:
+                return []
+            new = [m for m in metrics if m not in cols]
+            if not new:
+                return []
+            at = cols.index(SIGNAL_COLS[0]) if SIGNAL_COLS[0] in cols else len(cols) - len(TAIL_COLS)
+            out_cols = [*cols[:at], *new, *cols[at:]]
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+            out = [_csv_line(out_cols)]
+            for line in lines[1:]:
+                fields = next(csv.reader([line]), []) if line.endswith("\n") else []
+                if len(fields) != len(cols) or _check(fields[:-1]) != fields[-1]:
+                    out.append(line if line.endswith("\n") else line + "\n")
+                    continue
+                values = [*fields[:at], *([""] * len(new)), *fields[at:-1]]
+                out.append(_csv_line([*values, _check(values)]))
+            self._rewrite(out)
+            return new
+
+    def fill(self, values: Mapping[str, Mapping[str, float]]) -> int:
+        """Set empty metric cells from ``values`` (run id -> metric -> value) in the rows of those
+        runs; a cell that has a value is never changed, a NaN value is not written. Returns the
+        number of cells filled. The rows' checks are recomputed; other rows are kept byte for byte."""
+        with self._locked():
+            cols = self.columns()
+            if cols is None or "run_id" not in cols:
+                return 0
+            run_col = cols.index("run_id")
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+            out = lines[:1]
+            filled = 0
+            for line in lines[1:]:
+                fields = next(csv.reader([line]), []) if line.endswith("\n") else []
+                ok = len(fields) == len(cols) and _check(fields[:-1]) == fields[-1]
+                new = values.get(fields[run_col]) if ok else None
+                if not new:
+                    out.append(line)
+                    continue
+                vals = list(fields[:-1])
+                for i, col in enumerate(cols[:-1]):
+                    x = new.get(col)
+                    if vals[i] == "" and x is not None and not math.isnan(x):
+                        vals[i] = fmt_num(x)
+                        filled += 1
+                out.append(_csv_line([*vals, _check(vals)]) if vals != fields[:-1] else line)
+            if filled:
+                self._rewrite(out)
+            return filled

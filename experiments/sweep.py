@@ -419,6 +419,7 @@ def run_points(
     exp_dir = Path(out_root) / sweep.experiment
     exp_dir.mkdir(parents=True, exist_ok=True)
     store = RowStore(sweep.experiment, data_dir)
+    store.add_columns(list(METRICS))  # a metric added since the file was begun gets its column
     all_ids = {p.point_id: p.index for p in expand(sweep)}
     loaded = store.load(all_ids)
     counted = loaded.counted()

@@ -245,6 +245,7 @@ class RunMetrics:
         mc = read_json(res.dir / "medium" / "counters.json")
         if mc is not None:
             res.summary["medium_counters"] = "medium/counters.json"
+        res.summary.update(medium_summary(mc))
         if res.summary.get("complete"):
             explain_timeouts(res)
         self.validity = judge(self.measurements(mc, snaps, flows, res), self.thresholds)
@@ -349,3 +350,30 @@ def network_totals(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
         "packet_loss_pct": round(100.0 * (1.0 - deliv / orig), 3) if orig else None,
         "false_link_failure_pct": round(100.0 * false / failed, 3) if failed else None,
     }
+
+
+def rts_one_attempt_pct(histogram: Mapping[str, Any] | None) -> float | None:
+    """Klemm 2004 §5.3 (Fig. 13): of the unicast frames sent with an RTS/CTS handshake (acknowledged
+    or dropped at the retry limit), the share that needed a single RTS attempt, %. ``histogram``
+    is the medium's ``rts_attempts_histogram`` (RTS attempts -> frames, medium/counters.json); the
+    frames sent without RTS (attempts 0: below the RTS threshold) are not in the denominator.
+    None when no frame used RTS."""
+    if not histogram:
+        return None
+    counts: dict[int, int] = {}
+    for k, v in histogram.items():
+        try:
+            attempts, frames = int(k), int(v)
+        except (TypeError, ValueError):
+            continue
+        if attempts >= 1 and frames > 0:
+            counts[attempts] = counts.get(attempts, 0) + frames
+    total = sum(counts.values())
+    return round(100.0 * counts.get(1, 0) / total, 3) if total else None
+
+
+def medium_summary(medium_counters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The summary.json fields derived from the medium's counters (``medium/counters.json``), also
+    for a run directory written before a field existed (``experiments.rows`` backfill)."""
+    mc = medium_counters or {}
+    return {"rts_one_attempt_pct": rts_one_attempt_pct(mc.get("rts_attempts_histogram"))}

@@ -48,6 +48,8 @@ def test_smoke_sweep_runs_aggregates_and_resumes(tmp_path: Path) -> None:
     with open(tmp_path / "data" / "smoke.csv", newline="") as fh:
         kept = list(csv.DictReader(fh))
     assert sum(r["valid"] == "true" for r in kept) == 2 and all(r["revision"] for r in kept)
+    # the medium's RTS attempts histogram (ns-2 radio: RTS before every unicast) -> the rows
+    assert all(0.0 < float(r["rts_one_attempt_pct"]) <= 100.0 for r in kept), kept
     with open(tmp_path / "smoke" / "aggregate.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 2
