@@ -313,14 +313,15 @@ def test_auto_parallel_starts_from_the_cost_and_backs_off_like_aimd() -> None:
 
 def test_auto_parallel_caps_the_stations_a_flood_wakes_at_once() -> None:
     """A cheap run of many stations (Cohen: 100 routers, 0.25 cores on average) starts alone on 2
-    cores, however low its mean cost; 50-station Klemm runs two at a time; 20-station runs are
+    cores, however low its mean cost; Klemm's 52 stations (50 mobile, 2 static end points) run two
+    at a time; 20-station runs are
     held by their cost, not by this cap."""
     cohen = AutoParallel(cores=2, cost_cores=0.253, mem_available_mb=20000, stations=100)
     assert cohen.cap == 1 and cohen.limit() == 1
     for _ in range(5):
         cohen.observe(_run(), host_busy=0.3)
     assert cohen.limit() == 1  # healthy runs do not grow it past the cap
-    assert AutoParallel(cores=2, cost_cores=0.2, mem_available_mb=20000, stations=50).limit() == 2
+    assert AutoParallel(cores=2, cost_cores=0.2, mem_available_mb=20000, stations=52).limit() == 2
     ghanem = AutoParallel(cores=2, cost_cores=0.4, mem_available_mb=20000, stations=20)
     assert ghanem.cap == 5 and ghanem.limit() == 3
     assert AutoParallel(cores=8, cost_cores=0.253, mem_available_mb=20000, stations=100).cap == 4
