@@ -4,7 +4,8 @@ A metric added after runs were made (``experiments.aggregate.METRICS``) has an e
 rows. When their run folders are still here (``results/<experiment>/``: ``summary.json``,
 ``scenario.json``, ``medium/counters.json``), the metric is computed from them as a new run's row
 would be: the summary fields derived from the medium's counters (``testbed.metrics.medium_summary``)
-are added where the summary lacks them, then ``run_metrics``. Cells that have a value are never
+are added where the summary lacks them, and the out-of-range episodes of the TCP state in its
+``tcp/staN.csv`` samples (``nodes.tcpctl.observe.out_of_range_episodes``), then ``run_metrics``. Cells that have a value are never
 changed; a row is matched to its folder by run id (the folder's name).
 
 Usage: ``python -m experiments.backfill <experiment> [--results results] [--data docs/results/data]``
@@ -13,6 +14,7 @@ Usage: ``python -m experiments.backfill <experiment> [--results results] [--data
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 from experiments.aggregate import METRICS, run_metrics
 from experiments.rows import DATA_DIR, RowStore
 from experiments.rundirs import SUMMARY, read_json, read_summary
+from nodes.tcpctl.observe import out_of_range_episodes
 from testbed.metrics import medium_summary
 
 
@@ -27,6 +30,19 @@ def run_dirs(exp_dir: Path) -> Iterator[Path]:
     """Every folder below ``exp_dir`` with a ``summary.json`` (hosts' folders side by side too)."""
     for s in sorted(exp_dir.rglob(SUMMARY)):
         yield s.parent
+
+
+def sampled_faults(run_dir: Path) -> int | None:
+    """Out-of-range episodes in the run's tcp_info samples (``tcp/staN.csv``, as the sampler wrote
+    them), or None if the run kept none."""
+    files = sorted((run_dir / "tcp").glob("sta*.csv"))
+    if not files:
+        return None
+    n = 0
+    for f in files:
+        with open(f, newline="", encoding="utf-8") as fh:
+            n += out_of_range_episodes(csv.DictReader(fh))
+    return n
 
 
 def metrics_of(run_dir: Path) -> dict[str, float] | None:
@@ -38,6 +54,8 @@ def metrics_of(run_dir: Path) -> dict[str, float] | None:
     for k, v in derived.items():
         if summary.get(k) is None:
             summary[k] = v
+    if summary.get("tcp_cc_faults") is None and (faults := sampled_faults(run_dir)) is not None:
+        summary["tcp_cc_faults"] = faults
     metrics, _ = run_metrics(summary, read_json(run_dir / "scenario.json"))
     return metrics
 

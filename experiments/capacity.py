@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
-from experiments.rows import RunRecord
+from experiments.rows import RunRecord, cc_fault_reason
 from testbed.validity import cpu_times
 
 
@@ -155,7 +155,8 @@ class AutoParallel:
         m = self.model
         old = self._limit
         why = ""
-        if not rec.valid:
+        fault = cc_fault_reason(rec.metrics)
+        if not rec.valid and any(r != fault for r in rec.invalid_reasons):  # a real-time reason
             self._limit = max(1, self._limit // 2)
             why = "invalid run (" + "; ".join(rec.invalid_reasons) + ")"
         else:

@@ -121,6 +121,19 @@ class RunRecord:
         return math.nan
 
 
+CC_FAULTS: Final = "tcp_cc_faults"
+"""The metric that makes a run not count although real time held: its TCP state went out of range
+(a BPF congestion control fault, docs/tcpctl.md), so its TCP was not the TCP under study."""
+
+
+def cc_fault_reason(metrics: Mapping[str, float]) -> str | None:
+    """The invalid reason of a run whose sampled TCP state went out of range, else None."""
+    n = metrics.get(CC_FAULTS, math.nan)
+    if math.isnan(n) or n <= 0:
+        return None
+    return f"TCP state out of range in {int(n)} episode(s) (BPF congestion control fault, docs/tcpctl.md)"
+
+
 def fmt_num(x: float) -> str:
     """A number as the rows and CSVs write it: integers plainly, others to 6 significant digits,
     NaN as the empty string."""
@@ -203,6 +216,11 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
     """A record from one row's fields (checked already)."""
     row = dict(zip(columns, values, strict=True))
     known = set(BASE_COLS) | set(RUN_COLS) | set(SIGNAL_COLS) | set(TAIL_COLS) | set(axes)
+    metrics = {c: _num(v) for c, v in row.items() if c not in known}
+    reasons = tuple(r for r in row["invalid_reasons"].split("; ") if r)
+    fault = cc_fault_reason(metrics)
+    if fault is not None and fault not in reasons:  # a row written valid before faults were seen
+        reasons = (*reasons, fault)
     return RunRecord(
         experiment=row["experiment"],
         point_id=row["point_id"],
@@ -210,9 +228,9 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
         params={a: row[a] for a in axes},
         seed=int(row["seed"]),
         attempt=int(row["attempt"] or 1),
-        valid=row["valid"] == "true",
-        invalid_reasons=tuple(r for r in row["invalid_reasons"].split("; ") if r),
-        metrics={c: _num(v) for c, v in row.items() if c not in known},
+        valid=row["valid"] == "true" and fault is None,
+        invalid_reasons=reasons,
+        metrics=metrics,
         signals={c: _num(row[c]) for c in SIGNAL_COLS if c in row},
         flows=_flows(row.get("flows", "")),
         duration_s=_num(row.get("duration_s", "")),

@@ -45,7 +45,7 @@ from experiments.capacity import (
     mem_available_mb,
 )
 from experiments.plan import Comparison, Plan, block_key
-from experiments.rows import DATA_DIR, SIGNAL_COLS, FlowRow, RowStore, RunRecord
+from experiments.rows import DATA_DIR, SIGNAL_COLS, FlowRow, RowStore, RunRecord, cc_fault_reason
 from experiments.rundirs import (
     POINT_FILE,
     SWEEP_COPY,
@@ -188,6 +188,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
     validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
     assert isinstance(validity, dict)
     reasons = tuple(str(r) for r in validity.get("reasons") or [])
+    if (fault := cc_fault_reason(metrics)) is not None:
+        reasons = (*reasons, fault)
     return RunRecord(
         experiment=sweep.experiment,
         point_id=point.point_id,

@@ -178,7 +178,9 @@ class RunMetrics:
         smp = self.sampler
         if smp is None:
             return
-        from nodes.tcpctl.observe import conn_summary
+        from nodes.tcpctl.observe import conn_summary, out_of_range_episodes
+
+        res.summary["tcp_cc_faults"] = sum(out_of_range_episodes(rows) for rows in smp.samples.values())
 
         for fl, fs in zip(flows, res.summary["flows"], strict=True):
             if fl.proto != "tcp":
@@ -200,6 +202,13 @@ class RunMetrics:
         from nodes.tcpctl import kernel as K
         from nodes.tcpctl.observe import srtt_error
 
+        try:
+            faults = K.cc_faults(run_id)
+        except OSError:
+            faults = {}
+        if faults:
+            res.summary["tcp_cc_repairs"] = sum(sum(c.values()) for c in faults.values())
+            res.summary["tcp_cc_repairs_by_cc"] = faults
         try:
             maps = K.Maps(run_id)
         except OSError:

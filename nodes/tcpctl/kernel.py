@@ -29,7 +29,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf" / "build"
 TCPCTL_OBJ = BPF_DIR / "tcpctl.bpf.o"
@@ -218,6 +218,8 @@ def load(run_id: str, cgroup: Path | None = None, *, vegas: bool = True) -> Load
         for m in ("tcpctl_netns", "tcpctl_ctl", "tcpctl_st", "mtctl"):
             mp = _ptr(L.bpf_object__find_map_by_name(obj, m.encode()), f"map {m}")
             _check(L.bpf_map__set_pin_path(mp, str(pin / m).encode()), f"pin path {m}")
+        mp = _ptr(L.bpf_object__find_map_by_name(obj, b"cc_faults"), "map cc_faults")
+        _check(L.bpf_map__set_pin_path(mp, str(pin / "mtctl_faults").encode()), "pin path mtctl_faults")
         _check(L.bpf_object__load(obj), f"load {TCPCTL_OBJ}")
         ops = L.bpf_object__find_map_by_name(obj, b"mtctl")
         _ptr(L.bpf_map__attach_struct_ops(ops), f"register congestion control {cc}")
@@ -254,6 +256,8 @@ def register_vegas(run_id: str, pin: Path) -> str:
         obj = _ptr(L.bpf_object__open_file(str(obj_path).encode(), None), f"open {VEGAS_OBJ}")
         mp = _ptr(L.bpf_object__find_map_by_name(obj, b"vegas"), "map vegas")
         _check(L.bpf_map__set_pin_path(mp, str(pin / "vegas").encode()), "pin path vegas")
+        fm = _ptr(L.bpf_object__find_map_by_name(obj, b"cc_faults"), "map cc_faults")
+        _check(L.bpf_map__set_pin_path(fm, str(pin / "vegas_faults").encode()), "pin path vegas_faults")
         _check(L.bpf_object__load(obj), f"load {VEGAS_OBJ}")
         _ptr(L.bpf_map__attach_struct_ops(mp), f"register {name}")
     finally:
@@ -266,6 +270,33 @@ def available_congestion_control() -> list[str]:
 
 
 STRUCT_OPS_PINS = ("mtctl", "vegas")
+
+#: The congestion controls' repair counters (``cc_faults`` in bpf/common.bpf.h), by pin name.
+FAULT_PINS: Final = {"mtctl": "mtctl_faults", "vegas": "vegas_faults"}
+#: Index in ``cc_faults`` -> what was out of range and put back.
+FAULT_KINDS: Final = ("ssthresh", "cwnd")
+
+
+def cc_faults(run_id: str) -> dict[str, dict[str, int]]:
+    """Per congestion control of the run (``mtctl``, ``vegas``): how many times its state was out
+    of range and repaired (ssthresh above 0x7fffffff, cwnd above 2^20; docs/tcpctl.md). Read
+    before ``cleanup`` removes the pins; a control without a pinned counter is left out."""
+    pin = run_dir(run_id)
+    out: dict[str, dict[str, int]] = {}
+    for cc, name in FAULT_PINS.items():
+        if not (pin / name).exists():
+            continue
+        fd = _obj_get(pin / name)
+        try:
+            counts: dict[str, int] = {}
+            for i, kind in enumerate(FAULT_KINDS):
+                key, val = ctypes.c_uint32(i), ctypes.c_uint64(0)
+                _check(lib().bpf_map_lookup_elem(fd, ctypes.byref(key), ctypes.byref(val)), f"read {name}")
+                counts[kind] = int(val.value)
+            out[cc] = counts
+        finally:
+            os.close(fd)
+    return out
 
 
 def cleanup(run_id: str) -> list[str]:

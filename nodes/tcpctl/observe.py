@@ -17,9 +17,9 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 FIELDS = (
     "t_s",
@@ -393,6 +393,37 @@ def conn_summary(series: list[dict[str, Any]]) -> dict[str, Any]:
         "max_cwnd": max(int(s.get("cwnd", 0) or 0) for s in series),
         "bytes_acked": int(last.get("bytes_acked", 0) or 0),
     }
+
+
+#: A sampled congestion-control state out of range (bpf/common.bpf.h ``cc_repair``): ssthresh
+#: above TCP_INFINITE_SSTHRESH, or cwnd above 2^20 packets.
+SSTHRESH_MAX: Final = 0x7FFFFFFF
+CWND_SANE_MAX: Final = 1 << 20
+
+
+def out_of_range(sample: Mapping[str, Any]) -> bool:
+    """Whether one tcp_info sample shows a congestion-control state no implementation produces
+    (docs/tcpctl.md "Out-of-range ssthresh and cwnd")."""
+    try:
+        ssthresh = int(float(sample.get("ssthresh") or 0))
+        cwnd = int(float(sample.get("cwnd") or 0))
+    except (TypeError, ValueError):
+        return False
+    return ssthresh > SSTHRESH_MAX or cwnd > CWND_SANE_MAX
+
+
+def out_of_range_episodes(samples: Iterable[Mapping[str, Any]]) -> int:
+    """Episodes (runs of consecutive samples of one connection) with the state out of range: what
+    the sampler saw of faults the BPF repair did not catch first (runs made before it: all)."""
+    n = 0
+    bad: dict[str, bool] = {}
+    for s in samples:
+        conn = str(s.get("conn", ""))
+        now = out_of_range(s)
+        if now and not bad.get(conn, False):
+            n += 1
+        bad[conn] = now
+    return n
 
 
 def srtt_error(st: dict[str, Any], err_unit_us: int) -> dict[str, Any]:

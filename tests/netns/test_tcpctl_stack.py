@@ -331,3 +331,24 @@ def test_vegas_flat_where_reno_saws(tmp_path: Path) -> None:
     # interface queue (stored run: 0 against 38; the link layer's own losses keep it above 0 now
     # and then, so not == 0 as on a wired bottleneck)
     assert v["retrans"] < reno["retrans"], out
+
+
+def test_out_of_range_ssthresh_is_repaired_and_counted(tmp_path: Path) -> None:
+    """bpf/common.bpf.h cc_repair: the value this kernel's struct_ops .ssthresh now and then hands
+    TCP (0x81104110; docs/tcpctl.md), written into the live connection through the agent's
+    CMD_SET, is put back at the next ACK: the sampled state never stays out of range, cwnd never
+    bursts, and the run's summary counts the repair."""
+    fault = 0x81104110
+    with Run(tmp_path, "cc_repair", 8, [{**FLOW, "max_window_pkts": 12}]) as r:
+        r.at(T_FLOW + 3.0)
+        conn = r.data_conn()
+        r.agent().call("set_cwnd", conn=conn, segments=0, ssthresh=fault)
+        time.sleep(2)
+        summ = r.finish()
+        ser = [s for s in r.series(conn) if "ssthresh" in s]
+        r.extra.update(repairs=summ.get("tcp_cc_repairs_by_cc"), faults=summ.get("tcp_cc_faults"))
+    assert summ["tcp_cc_repairs_by_cc"]["mtctl"]["ssthresh"] >= 1, r.extra
+    # a 100 ms sample may fall between the write and the next ACK: at most that one episode
+    assert summ["tcp_cc_repairs"] >= 1 and summ["tcp_cc_faults"] <= 1, r.extra
+    after = [s for s in ser if s["t_s"] > T_FLOW + 3.5]
+    assert after and all(int(s["ssthresh"]) <= 0x7FFFFFFF and int(s["cwnd"]) <= 64 for s in after), after

@@ -15,12 +15,31 @@ def random_packets(n: int, seed: int = 7) -> list[bytes]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        opts = [] if rng.random() < 0.7 else [IPOption_NOP(), IPOption_RR(routers=[f"10.0.0.{rng.randint(1, 9)}"])]
-        l4 = rng.choice([TCP(sport=rng.randint(1, 65535), dport=5201, seq=rng.getrandbits(32)),
-                         UDP(sport=rng.randint(1, 65535), dport=654), ICMP(id=rng.randint(0, 65535))])
-        p = IP(src=f"10.0.{rng.randint(0, 1)}.{rng.randint(1, 254)}", dst=f"10.0.0.{rng.randint(1, 254)}",
-               ttl=rng.randint(2, 255), id=rng.getrandbits(16), tos=rng.getrandbits(8),
-               flags=rng.choice(["", "DF"]), options=opts) / l4 / Raw(rng.randbytes(rng.randint(0, 1400)))
+        opts = (
+            []
+            if rng.random() < 0.7
+            else [IPOption_NOP(), IPOption_RR(routers=[f"10.0.0.{rng.randint(1, 9)}"])]
+        )
+        l4 = rng.choice(
+            [
+                TCP(sport=rng.randint(1, 65535), dport=5201, seq=rng.getrandbits(32)),
+                UDP(sport=rng.randint(1, 65535), dport=654),
+                ICMP(id=rng.randint(0, 65535)),
+            ]
+        )
+        p = (
+            IP(
+                src=f"10.0.{rng.randint(0, 1)}.{rng.randint(1, 254)}",
+                dst=f"10.0.0.{rng.randint(1, 254)}",
+                ttl=rng.randint(2, 255),
+                id=rng.getrandbits(16),
+                tos=rng.getrandbits(8),
+                flags=rng.choice(["", "DF"]),
+                options=opts,
+            )
+            / l4
+            / Raw(rng.randbytes(rng.randint(0, 1400)))
+        )
         out.append(raw(p))
     return out
 
@@ -85,10 +104,15 @@ def test_checksum_carry_edge_cases() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [b"", b"\x45" * 19, b"\x65" + bytes(19), b"\x44" + bytes(19),
-     b"\x46\x00\x00\x14" + bytes(16),  # IHL 24 > length
-     b"\x45\x00\x00\x10" + bytes(16),  # total length < IHL
-     b"\x45\x00\x00\x30" + bytes(16)],  # total length > buffer
+    [
+        b"",
+        b"\x45" * 19,
+        b"\x65" + bytes(19),
+        b"\x44" + bytes(19),
+        b"\x46\x00\x00\x14" + bytes(16),  # IHL 24 > length
+        b"\x45\x00\x00\x10" + bytes(16),  # total length < IHL
+        b"\x45\x00\x00\x30" + bytes(16),
+    ],  # total length > buffer
 )
 def test_malformed_is_rejected(bad: bytes) -> None:
     with pytest.raises(ipv4.MalformedPacket):

@@ -176,8 +176,17 @@ class FakeMedium:
         if isinstance(msg, wire.Hello):
             conn.station, conn.flags = msg.station_id, msg.flags
             self.stations[msg.station_id] = conn
-            self._send(conn, wire.encode_welcome(conn.next_seq(), self.now_ns(), msg.station_id,
-                                                 self.n_stations, self.epoch_ns, self.default_tx_power_dbm))
+            self._send(
+                conn,
+                wire.encode_welcome(
+                    conn.next_seq(),
+                    self.now_ns(),
+                    msg.station_id,
+                    self.n_stations,
+                    self.epoch_ns,
+                    self.default_tx_power_dbm,
+                ),
+            )
         elif isinstance(msg, wire.Tx):
             self._on_tx(conn, msg)
         elif isinstance(msg, wire.SetPower):
@@ -214,11 +223,18 @@ class FakeMedium:
                 status, cause, attempts = wire.ACKED, 0, 1
             else:
                 status, attempts = wire.FAILED, 7
-                cause = wire.CAUSE_SCRIPTED if frozenset((src, msg.dst)) in self.scripted_down \
+                cause = (
+                    wire.CAUSE_SCRIPTED
+                    if frozenset((src, msg.dst)) in self.scripted_down
                     else wire.CAUSE_OUT_OF_RANGE
+                )
             self.counters[wire.STATUS_NAMES[status]] += 1
-            self._send(conn, wire.encode_tx_status(conn.next_seq(), now, msg.cookie, status, attempts,
-                                                   attempts, cause, t_start, now))
+            self._send(
+                conn,
+                wire.encode_tx_status(
+                    conn.next_seq(), now, msg.cookie, status, attempts, attempts, cause, t_start, now
+                ),
+            )
 
         ok = msg.dst == wire.BROADCAST or frozenset((src, msg.dst)) in self.links
         self.call_later(self.delay_ns if ok else self.fail_delay_ns, finish)
@@ -231,8 +247,20 @@ class FakeMedium:
         if c is None:
             return
         self.counters["rx"] += 1
-        self._send(c, wire.encode_rx(c.next_seq(), self.now_ns(), src, dst, payload, flags,
-                                     self.rssi_dbm, self.rssi_dbm - self.noise_dbm, self.noise_dbm))
+        self._send(
+            c,
+            wire.encode_rx(
+                c.next_seq(),
+                self.now_ns(),
+                src,
+                dst,
+                payload,
+                flags,
+                self.rssi_dbm,
+                self.rssi_dbm - self.noise_dbm,
+                self.noise_dbm,
+            ),
+        )
 
     def _send(self, conn: _Conn, msg: bytes) -> None:
         try:

@@ -58,16 +58,29 @@ class Chain:
     def ns(self, station: int) -> str:
         return f"{self.prefix}-sta{station}"
 
-    def run(self, station: int, *cmd: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", "netns", "exec", self.ns(station), *cmd], capture_output=True, text=True,
-                              timeout=timeout, check=check)
+    def run(
+        self, station: int, *cmd: str, timeout: float = 60, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["ip", "netns", "exec", self.ns(station), *cmd],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=check,
+        )
 
     def popen(self, station: int, *cmd: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(["ip", "netns", "exec", self.ns(station), *cmd], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            ["ip", "netns", "exec", self.ns(station), *cmd],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def counters(self, station: int) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.workdir / "routers" / f"sta{station}.counters.json").read_text())
+        data: dict[str, Any] = json.loads(
+            (self.workdir / "routers" / f"sta{station}.counters.json").read_text()
+        )
         return data
 
 
@@ -85,10 +98,16 @@ def chain() -> Iterator[Chain]:
             made.append(c.ns(s))
             c.run(s, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno")
             cfg = {
-                "run_id": prefix, "station_id": s, "n_stations": 3, "seed": 1,
+                "run_id": prefix,
+                "station_id": s,
+                "n_stations": 3,
+                "seed": 1,
                 "medium_socket": str(workdir / "medium.sock"),
                 "protocol": {"name": "static", "params": {}, "routes": ROUTES[s]},
-                "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(workdir / "routers"),
+                "extensions": [],
+                "ifq_len": 50,
+                "promiscuous": False,
+                "out_dir": str(workdir / "routers"),
             }
             path = workdir / f"sta{s}.json"
             path.write_text(json.dumps(cfg))
@@ -97,7 +116,9 @@ def chain() -> Iterator[Chain]:
             )
         medium.wait_connected([1, 2, 3], timeout_s=30)
         for s in (1, 2, 3):
-            wait_for(lambda s=s: (workdir / "routers" / f"sta{s}.counters.json").exists(), 10, f"sta{s} counters")
+            wait_for(
+                lambda s=s: (workdir / "routers" / f"sta{s}.counters.json").exists(), 10, f"sta{s} counters"
+            )
         yield c
     finally:
         for p in c.routers.values():
@@ -135,7 +156,9 @@ def test_ping_through_relay(chain: Chain) -> None:
     assert "ttl=63" in r.stdout  # one relay decremented the TTL
 
 
-@pytest.mark.skipif(shutil.which("tcpdump") is None or shutil.which("ping") is None, reason="tcpdump/ping missing")
+@pytest.mark.skipif(
+    shutil.which("tcpdump") is None or shutil.which("ping") is None, reason="tcpdump/ping missing"
+)
 def test_tcpdump_on_relay_decodes_forwarded_frames(chain: Chain) -> None:
     td = chain.popen(2, "tcpdump", "-l", "-nn", "-e", "-i", "sta2-wlan0", "-c", "4", "icmp")
     try:
@@ -163,8 +186,9 @@ def test_iperf3_tcp_reno_through_relay(chain: Chain) -> None:
     server = chain.popen(3, "iperf3", "-s", "-1", "-p", port)
     try:
         wait_for(lambda: f":{port} " in chain.run(3, "ss", "-ltnH").stdout, 10, "iperf3 server listening")
-        r = chain.run(1, "iperf3", "-c", "10.0.0.3", "-p", port, "-t", "3", "-C", "reno", "-J", timeout=60,
-                      check=False)
+        r = chain.run(
+            1, "iperf3", "-c", "10.0.0.3", "-p", port, "-t", "3", "-C", "reno", "-J", timeout=60, check=False
+        )
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr
         result = json.loads(r.stdout)
         bps = result["end"]["sum_received"]["bits_per_second"]
@@ -172,8 +196,11 @@ def test_iperf3_tcp_reno_through_relay(chain: Chain) -> None:
         assert result["start"]["tcp_mss_default"] > 0
     finally:
         server.wait(10) if server.poll() is None else None
-    data = wait_for(lambda: chain.counters(2)["counters"]["data_forwarded"] > 100 and chain.counters(2), 5,
-                    "sta2 counters")
+    data = wait_for(
+        lambda: chain.counters(2)["counters"]["data_forwarded"] > 100 and chain.counters(2),
+        5,
+        "sta2 counters",
+    )
     assert data["counters"]["mac"]["tx_ok"] > 100
     assert not data["counters"]["malformed"]
 

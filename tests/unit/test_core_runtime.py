@@ -57,7 +57,9 @@ class IO:
         self.power.append((neighbour, tx_power_dbm))
 
 
-def make(script: Callable[[Event, int], list[Action]] | None = None, ifq_len: int = 50) -> tuple[NodeRuntime, Recorder, IO]:
+def make(
+    script: Callable[[Event, int], list[Action]] | None = None, ifq_len: int = 50
+) -> tuple[NodeRuntime, Recorder, IO]:
     ctx = NodeContext(station=1, n_stations=3, rng=random.Random(1), ifq=InterfaceQueue(ifq_len))
     proto = Recorder(ctx, script)
     io = IO()
@@ -126,7 +128,13 @@ def test_ifq_drop_event_and_counter() -> None:
 def test_timers_set_replace_cancel_and_fire() -> None:
     def script(event: Event, now: int) -> list[Action]:
         if isinstance(event, FromLocal):
-            return [SetTimer("a", 100), SetTimer("b", 50), SetTimer("b", 70), SetTimer("c", 60), CancelTimer("c")]
+            return [
+                SetTimer("a", 100),
+                SetTimer("b", 50),
+                SetTimer("b", 70),
+                SetTimer("c", 60),
+                CancelTimer("c"),
+            ]
         return []
 
     rt, proto, _ = make(script)
@@ -139,7 +147,13 @@ def test_timers_set_replace_cancel_and_fire() -> None:
 
 def test_deliver_drop_and_power_actions() -> None:
     def script(event: Event, now: int) -> list[Action]:
-        return [DeliverLocal(b"up"), Drop(b"x", "no_route"), Drop(b"y", "no_route"), SetPower(3, 5.0), SetPower(None, None)]
+        return [
+            DeliverLocal(b"up"),
+            Drop(b"x", "no_route"),
+            Drop(b"y", "no_route"),
+            SetPower(3, 5.0),
+            SetPower(None, None),
+        ]
 
     rt, _, io = make(script)
     rt.handle(FromLocal(b"x"), 0)

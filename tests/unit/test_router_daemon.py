@@ -43,7 +43,10 @@ def ip_packet(src: int, dst: int, ttl: int = 64, payload: bytes = b"hello") -> b
 
 class Harness:
     def __init__(
-        self, tmp: Path, routes: dict[str, int] | None = None, mirror: bool | str = True,
+        self,
+        tmp: Path,
+        routes: dict[str, int] | None = None,
+        mirror: bool | str = True,
         packet_sockets: Path | None = None,
     ) -> None:
         config = {
@@ -182,7 +185,10 @@ def test_rejected_frees_the_mac_without_telling_the_core(h: Harness) -> None:
         (b"XX" + wire.encode_bye(1)[2:], "bad_magic"),
         (wire.encode_rx(1, 0, 1, 2, b"abc")[:-1], "bad_length"),
         (wire.encode_bye(1)[:3] + b"\x7f" + wire.encode_bye(1)[4:], "bad_type"),
-        (wire.encode_rx(1, 0, 1, 2, b"abc")[:2] + b"\x02" + wire.encode_rx(1, 0, 1, 2, b"abc")[3:], "bad_version"),
+        (
+            wire.encode_rx(1, 0, 1, 2, b"abc")[:2] + b"\x02" + wire.encode_rx(1, 0, 1, 2, b"abc")[3:],
+            "bad_version",
+        ),
         (wire.encode_rx(1, 0, 1, 2, b"abc") + b"d", "bad_length"),
         (wire.RX_ST.pack(wire.MAGIC, 1, wire.RX, 1, 0, 1, 2, 0, 0, 0, 0, 2305) + bytes(2305), "oversized"),
         (wire.encode_tx_status(1, 0, 1, wire.ACKED) + b"\x00", "bad_length"),
@@ -416,6 +422,7 @@ def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> 
     h = Harness(tmp_path, routes={"3": 3}, mirror="auto", packet_sockets=proc)
     r = h.router
     try:
+
         def forward() -> int:
             h.rx(1, 2, ip_packet(1, 3))
             tx = h.recv()
@@ -436,8 +443,18 @@ def test_mirror_auto_follows_a_capture_that_starts_and_stops(tmp_path: Path) -> 
 
 
 def test_mirror_config_rejects_unknown_mode(tmp_path: Path) -> None:
-    assert run({"station_id": 1, "medium_socket": "x", "protocol": {}, "out_dir": str(tmp_path),
-                "mirror": "sometimes"}) == EXIT_CONFIG
+    assert (
+        run(
+            {
+                "station_id": 1,
+                "medium_socket": "x",
+                "protocol": {},
+                "out_dir": str(tmp_path),
+                "mirror": "sometimes",
+            }
+        )
+        == EXIT_CONFIG
+    )
 
 
 def test_bye_reaches_the_medium_even_with_unread_messages(tmp_path: Path) -> None:
@@ -463,7 +480,9 @@ def test_mutated_medium_messages_never_crash_the_router(h: Harness) -> None:
         if rng.random() < 0.5:
             m = bytearray(wire.encode_rx(seq, 0, 1, 2, ip_packet(1, 3, payload=bytes(rng.randrange(40)))))
         else:
-            m = bytearray(wire.encode_tx_status(seq, 0, rng.randrange(1, 5), rng.randrange(6), 1, 1, rng.randrange(6)))
+            m = bytearray(
+                wire.encode_tx_status(seq, 0, rng.randrange(1, 5), rng.randrange(6), 1, 1, rng.randrange(6))
+            )
         r = rng.random()
         if r < 0.6:
             for _ in range(rng.randint(1, 3)):

@@ -32,8 +32,15 @@ pytestmark = pytest.mark.skipif(fastpath.load_library() is None, reason="libmtfa
 
 
 def ip(dst: int, src: int = 1, ttl: int = 64, size: int = 120, ident: int = 0x1234) -> bytes:
-    hdr = bytearray(b"\x45\x00" + size.to_bytes(2, "big") + ident.to_bytes(2, "big") + b"\x40\x00"
-                    + bytes((ttl, 6)) + b"\x00\x00" + bytes((10, 0, 0, src, 10, 0, dst >> 8, dst & 0xFF)))
+    hdr = bytearray(
+        b"\x45\x00"
+        + size.to_bytes(2, "big")
+        + ident.to_bytes(2, "big")
+        + b"\x40\x00"
+        + bytes((ttl, 6))
+        + b"\x00\x00"
+        + bytes((10, 0, 0, src, 10, 0, dst >> 8, dst & 0xFF))
+    )
     set_header_checksum(hdr)
     return bytes(hdr) + bytes(i & 0xFF for i in range(size - 20))
 
@@ -42,10 +49,19 @@ def config(tmp_path: Path, mode: str, mirror: str = "off", **extra: Any) -> dict
     """Station ME's router config: static routes ``ROUTES``, the given fast path and mirror mode."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     return {
-        "run_id": "t", "station_id": ME, "n_stations": 5, "seed": 1, "medium_socket": "unused",
+        "run_id": "t",
+        "station_id": ME,
+        "n_stations": 5,
+        "seed": 1,
+        "medium_socket": "unused",
         "protocol": {"name": "static", "params": {}, "routes": {str(k): v for k, v in ROUTES.items()}},
-        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": str(tmp_path),
-        "mirror": mirror, "fastpath": mode, **extra,
+        "extensions": [],
+        "ifq_len": 50,
+        "promiscuous": False,
+        "out_dir": str(tmp_path),
+        "mirror": mirror,
+        "fastpath": mode,
+        **extra,
     }
 
 
@@ -80,9 +96,13 @@ class Station:
             s.close()
 
 
-def station(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None,
-            **extra: Any) -> Station:
-    r = Router(RouterConfig.from_json(config(tmp_path, mode, mirror, **extra)), logging.getLogger(f"test.fastpath.{mode}"))
+def station(
+    tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None, **extra: Any
+) -> Station:
+    r = Router(
+        RouterConfig.from_json(config(tmp_path, mode, mirror, **extra)),
+        logging.getLogger(f"test.fastpath.{mode}"),
+    )
     tun_r, tun_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     tap_r, tap_k = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     for s in (tun_r, tun_k, tap_r, tap_k):
@@ -115,8 +135,11 @@ class Medium:
 
     def status(self, tx: wire.Tx, status: int) -> None:
         self.seq += 1
-        self.sock.send(wire.encode_tx_status(self.seq, 0, tx.cookie, status, 1, 1, wire.CAUSE_OUT_OF_RANGE
-                                             if status == wire.FAILED else 0))
+        self.sock.send(
+            wire.encode_tx_status(
+                self.seq, 0, tx.cookie, status, 1, 1, wire.CAUSE_OUT_OF_RANGE if status == wire.FAILED else 0
+            )
+        )
 
     def expect_tx(self) -> wire.Tx:
         msg = wire.decode(self.sock.recv(65536))
@@ -217,8 +240,9 @@ class Medium:
             self.sock.close()
 
 
-def converse(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None
-             ) -> tuple[list[Any], dict[str, Any], Router, int]:
+def converse(
+    tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str | None = None
+) -> tuple[list[Any], dict[str, Any], Router, int]:
     st = station(tmp_path, mode, mirror, packet_sockets, counters_interval_s=0.05)
     medium = Medium(st.medium, st.tun)
     t = threading.Thread(target=medium.script, daemon=True)
@@ -233,10 +257,15 @@ def converse(tmp_path: Path, mode: str, mirror: str = "off", packet_sockets: str
 
 def counters(snap: dict[str, Any]) -> dict[str, Any]:
     c = snap["counters"]
-    return {k: c[k] for k in ("data_forwarded", "data_delivered", "data_originated", "drops", "malformed", "mac")} | {
-        "medium_rx": snap["io"]["medium_rx"], "medium_tx": snap["io"]["medium_tx"],
-        "tun_tx": snap["io"].get("tun_tx"), "pending": snap["runtime"]["tx_pending"],
-        "mac_busy": snap["runtime"]["mac_busy"], "ifq": snap["runtime"]["ifq_len"],
+    return {
+        k: c[k] for k in ("data_forwarded", "data_delivered", "data_originated", "drops", "malformed", "mac")
+    } | {
+        "medium_rx": snap["io"]["medium_rx"],
+        "medium_tx": snap["io"]["medium_tx"],
+        "tun_tx": snap["io"].get("tun_tx"),
+        "pending": snap["runtime"]["tx_pending"],
+        "mac_busy": snap["runtime"]["mac_busy"],
+        "ifq": snap["runtime"]["ifq_len"],
     }
 
 
@@ -276,8 +305,10 @@ def test_a_capture_hands_every_frame_back_to_python(tmp_path: Path) -> None:
     """``mirror: auto`` with a packet socket listening on all interfaces (a /proc/net/packet
     stand-in): the native check sees it, Python mirrors every frame, nothing is forwarded natively."""
     proc = tmp_path / "packet"
-    proc.write_text("sk       RefCnt Type Proto  Iface R Rmem   User   Inode\n"
-                    "ffff8880 3      3    0003   0     1 0      0      4242\n")
+    proc.write_text(
+        "sk       RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+        "ffff8880 3      3    0003   0     1 0      0      4242\n"
+    )
     log, snap, r, code = converse(tmp_path / "cap", "auto", mirror="auto", packet_sockets=str(proc))
     assert not [e for e in log if e[0] in ("error", "unexpected")], log
     assert snap["fastpath"]["on"] and snap["fastpath"]["forwarded"] == 0, snap["fastpath"]
@@ -292,8 +323,13 @@ def test_config_values(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_only_static_routing_without_extensions(tmp_path: Path) -> None:
-    config = {"station_id": 1, "medium_socket": "x", "out_dir": str(tmp_path),
-              "protocol": {"name": "dsr", "params": {}}, "mirror": "off"}
+    config = {
+        "station_id": 1,
+        "medium_socket": "x",
+        "out_dir": str(tmp_path),
+        "protocol": {"name": "dsr", "params": {}},
+        "mirror": "off",
+    }
     r = Router(RouterConfig.from_json(config), logging.getLogger("test.fastpath.dsr"))
     r.build_core()
     assert fastpath.why_not(r) is not None and "static" in str(fastpath.why_not(r))
@@ -314,12 +350,23 @@ def fuzz_messages(n: int, seed: int) -> list[bytes]:
         kind = rng.random()
         if kind < 0.55:
             dst = rng.choice([3, 4, 5, 3, 4, ME, 9])
-            m = wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 64, 1]), ident=i,
-                                                   size=rng.choice([40, 120, 1040])), 0, -60.0, 30.0, -95.0)
+            m = wire.encode_rx(
+                seq,
+                0,
+                1,
+                ME,
+                ip(dst, ttl=rng.choice([64, 64, 64, 1]), ident=i, size=rng.choice([40, 120, 1040])),
+                0,
+                -60.0,
+                30.0,
+                -95.0,
+            )
         else:
             cookie += 1
             c = cookie if rng.random() < 0.7 else rng.randrange(1, 1 << 20)
-            m = wire.encode_tx_status(seq, 0, c, rng.choice([wire.ACKED, wire.ACKED, wire.SENT, wire.FAILED, 7]))
+            m = wire.encode_tx_status(
+                seq, 0, c, rng.choice([wire.ACKED, wire.ACKED, wire.SENT, wire.FAILED, 7])
+            )
         r = rng.random()
         if r < 0.15:
             b = bytearray(m)
@@ -364,7 +411,9 @@ def fuzz_run(tmp_path: Path, mode: str, msgs: list[bytes]) -> tuple[list[bytes],
     snap = st.r.snapshot()
     st.close()
     assert code == EXIT_MEDIUM_GONE and len(delivered) == len(msgs)
-    assert snap["io"]["medium_rx"] + sum(snap["counters"]["malformed"].values()) >= len(msgs) * 0.9, snap["io"]
+    assert snap["io"]["medium_rx"] + sum(snap["counters"]["malformed"].values()) >= len(msgs) * 0.9, snap[
+        "io"
+    ]
     return sent, snap
 
 
@@ -404,9 +453,19 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
     for i in range(4000):
         seq = fast.mac.rx_seq + 1
         dst = rng.choice([3, 4, 5, ME, 9, 300])
-        m = bytearray(wire.encode_rx(seq, 0, 1, ME, ip(dst, ttl=rng.choice([64, 64, 2, 1, 0]), ident=i,
-                                                        size=rng.choice([20, 40, 120, 1040])),
-                                     rng.choice([0, 0, 0, wire.RX_OVERHEARD]), -60.0, 30.0, -95.0))
+        m = bytearray(
+            wire.encode_rx(
+                seq,
+                0,
+                1,
+                ME,
+                ip(dst, ttl=rng.choice([64, 64, 2, 1, 0]), ident=i, size=rng.choice([20, 40, 120, 1040])),
+                rng.choice([0, 0, 0, wire.RX_OVERHEARD]),
+                -60.0,
+                30.0,
+                -95.0,
+            )
+        )
         r = rng.random()
         if r < 0.5:  # flip bytes in the message header or the IP header
             for _ in range(rng.randint(1, 3)):
@@ -449,7 +508,11 @@ def test_c_takes_only_what_the_static_core_forwards_unchanged(tmp_path: Path) ->
         if c_tx is not None:
             assert isinstance(c_tx, wire.Tx) and isinstance(py_tx, wire.Tx), (i, msg.hex())
             assert (c_tx.dst, c_tx.payload, c_tx.retry_limit, c_tx.flags) == (
-                py_tx.dst, py_tx.payload, py_tx.retry_limit, py_tx.flags), (i, msg.hex())
+                py_tx.dst,
+                py_tx.payload,
+                py_tx.retry_limit,
+                py_tx.flags,
+            ), (i, msg.hex())
     fast_st.close()
     py_st.close()
     assert taken > 300 and declined > 2000, (taken, declined)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -84,7 +85,9 @@ def test_concurrent_appends_during_add_columns_lose_no_row(tmp_path: Path) -> No
 
     def writer(k: int) -> None:
         for i in range(20):
-            RowStore("exp", tmp_path).append(_record(f"w{k}-{i}", 100 * (k + 1) + i, {"tput": 2.0}), ["speed"], ["tput"])
+            RowStore("exp", tmp_path).append(
+                _record(f"w{k}-{i}", 100 * (k + 1) + i, {"tput": 2.0}), ["speed"], ["tput"]
+            )
 
     threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
     for t in threads:
@@ -98,16 +101,76 @@ def test_concurrent_appends_during_add_columns_lose_no_row(tmp_path: Path) -> No
     assert header(["speed"], ["tput", "a", "b", "c"]) == store.columns()
 
 
-def test_backfill_computes_the_new_metric_from_the_run_folder(tmp_path: Path, monkeypatch) -> None:
-    data = tmp_path / "data"
-    store = RowStore("exp", data)
+def _one_row_and_its_folder(tmp_path: Path, sub: str) -> tuple[RowStore, Path]:
+    """A rows file with one row (run1) written before the new metrics, and run1's folder."""
+    store = RowStore("exp", tmp_path / "data")
     store.append(_record("run1", 1, {"throughput_total_bps": 5.0}), ["speed"], ["throughput_total_bps"])
     run = tmp_path / "results" / "exp" / "run1"
-    (run / "medium").mkdir(parents=True)
+    (run / sub).mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps({"complete": True, "flows": []}))
+    return store, run
+
+
+def test_backfill_computes_the_new_metric_from_the_run_folder(tmp_path: Path) -> None:
+    store, run = _one_row_and_its_folder(tmp_path, "medium")
+    data = tmp_path / "data"
     (run / "medium" / "counters.json").write_text(json.dumps({"rts_attempts_histogram": {"1": 3, "4": 1}}))
     assert bf.main(["exp", "--results", str(tmp_path / "results"), "--data", str(data)]) == 0
     rec = store.load().records[0]
     assert rec.metrics["rts_one_attempt_pct"] == 75.0
     assert rec.metrics["throughput_total_bps"] == 5.0  # kept, although the empty summary says otherwise
     assert bf.main(["nope", "--data", str(data)]) == 2
+
+
+def test_out_of_range_episodes_per_connection() -> None:
+    from nodes.tcpctl.observe import out_of_range, out_of_range_episodes
+
+    ok = {"conn": "a", "cwnd": 10, "ssthresh": 2147483647}  # infinite ssthresh is in range
+    bad = {"conn": "a", "cwnd": 7, "ssthresh": 0x81104110}
+    burst = {"conn": "b", "cwnd": 309332306, "ssthresh": 6}
+    assert not out_of_range(ok) and out_of_range(bad) and out_of_range(burst)
+    assert not out_of_range({"conn": "a", "cwnd": "x"})
+    # a, a, b interleaved: a's fault lasts 2 samples (1 episode), then again (2nd); b once
+    seq = [ok, bad, burst, bad, ok, bad, {**ok, "conn": "b"}]
+    assert out_of_range_episodes(seq) == 3
+
+
+def test_a_row_with_a_tcp_fault_is_not_counted_and_its_point_runs_again(tmp_path: Path) -> None:
+    from experiments.rows import cc_fault_reason
+
+    store = RowStore("exp", tmp_path)
+    store.append(_record("r1", 1, {"tput": 5.0, "tcp_cc_faults": 1.0}), ["speed"], ["tput", "tcp_cc_faults"])
+    store.append(_record("r2", 1, {"tput": 6.0, "tcp_cc_faults": 0.0}), ["speed"], ["tput", "tcp_cc_faults"])
+    loaded = store.load()
+    assert loaded.problems == []  # the re-run's valid row is not a duplicate of the faulted one
+    assert [r.run_id for r in loaded.counted()] == ["r2"]
+    bad = loaded.invalid()[0]
+    assert bad.run_id == "r1" and "out of range" in bad.invalid_reasons[-1]
+    assert cc_fault_reason({"tcp_cc_faults": math.nan}) is None
+
+
+def test_backfill_counts_faults_in_the_sampled_tcp_state(tmp_path: Path) -> None:
+    store, run = _one_row_and_its_folder(tmp_path, "tcp")
+    data = tmp_path / "data"
+    (run / "tcp" / "sta1.csv").write_text(
+        "t_s,conn,cwnd,ssthresh\n1,c,7,6\n2,c,309332306,2165326096\n3,c,1546661503,2165326096\n4,c,3,2\n"
+    )
+    bf.main(["exp", "--results", str(tmp_path / "results"), "--data", str(data)])
+    rec = store.load().records[0]
+    assert rec.metrics["tcp_cc_faults"] == 1.0 and not rec.valid
+
+
+def test_capacity_does_not_back_off_for_a_tcp_fault() -> None:
+    from experiments.capacity import AutoParallel
+    from experiments.rows import cc_fault_reason
+
+    auto = AutoParallel(cores=2, cost_cores=0.2, mem_available_mb=20000, stations=20)
+    start = auto.limit()
+    m = {"tcp_cc_faults": 1.0}
+    rec = dataclasses.replace(_record("r", 1, m), valid=False, invalid_reasons=(str(cc_fault_reason(m)),))
+    assert start == 5  # 2 cores x 0.7 / 0.2, capped at 55 stations per core
+    auto.observe(rec, host_busy=0.2)
+    assert auto.limit() == start
+    lag = dataclasses.replace(rec, invalid_reasons=("router loop lag p99 60 ms > 50 ms",))
+    auto.observe(lag, host_busy=0.2)
+    assert auto.limit() == start // 2

@@ -67,7 +67,9 @@ def test_bad_tcpctl_block_names_the_field(tmp_path: Path, block: dict[str, Any],
 
 def test_cc_names_and_router_config(tmp_path: Path) -> None:
     sc = load(tmp_path, tcpctl={"enabled": True})
-    rt = tcpctl.RunTcpCtl("abc123", "/sys/fs/bpf/mtabc123", True, {"vegas": "vegas_abc123", "reno": "mtctl_abc123"})
+    rt = tcpctl.RunTcpCtl(
+        "abc123", "/sys/fs/bpf/mtabc123", True, {"vegas": "vegas_abc123", "reno": "mtctl_abc123"}
+    )
     assert rt.cc("vegas") == "vegas_abc123" and rt.cc("reno") == "mtctl_abc123" and rt.cc("cubic") == "cubic"
     cfg = router_config(sc, "abc123", 1, 2, Path("/run/manet/abc123"), Path("/r"), {}, rt)
     assert cfg.to_json()["tcpctl"] == {

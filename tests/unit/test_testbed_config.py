@@ -251,7 +251,13 @@ def test_a_file_transfer_is_timed_when_the_receiver_has_the_whole_file(tmp_path:
     assert argv[1] == str(traffic.XFER) and argv[argv.index("--bytes") + 1] == "100000" and "-n" not in argv
     assert fl.server_argv()[1:3] == [str(traffic.XFER), "recv"]
     sender = {"role": "sender", "bytes": 100_000, "start_mono_s": 50.0, "end_mono_s": 53.5, "complete": True}
-    receiver = {"role": "receiver", "bytes": 100_000, "start_mono_s": 50.1, "end_mono_s": 53.4, "complete": True}
+    receiver = {
+        "role": "receiver",
+        "bytes": 100_000,
+        "start_mono_s": 50.1,
+        "end_mono_s": 53.4,
+        "complete": True,
+    }
     fl.client_json.write_text(json.dumps({**sender, "retransmits": 2}))
     fl.server_json.write_text(json.dumps(receiver))
     res = traffic.parse_flow(fl)

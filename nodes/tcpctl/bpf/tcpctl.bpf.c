@@ -371,6 +371,7 @@ void BPF_PROG(mtctl_init, struct sock *sk)
 SEC("struct_ops/mtctl_in_ack_event")
 void BPF_PROG(mtctl_in_ack_event, struct sock *sk, __u32 flags)
 {
+	cc_repair(sk); /* every ACK, also in recovery */
 	ctl_apply(sk, 0);
 }
 
@@ -388,6 +389,7 @@ void BPF_PROG(mtctl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops/mtctl_set_state")
 void BPF_PROG(mtctl_set_state, struct sock *sk, __u8 new_state)
 {
+	cc_repair(sk); /* right after .ssthresh when entering recovery or loss, before PRR uses it */
 	hold_cap(sk);
 }
 

@@ -88,6 +88,7 @@ void BPF_PROG(vegas_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	struct vegas *vegas = vegas_of(sk);
 	__u32 vrtt;
 
+	cc_repair(sk); /* every ACK that acknowledges data, also in recovery */
 	if (sample->rtt_us < 0)
 		return;
 	/* Never allow zero rtt or baseRTT */
@@ -102,6 +103,7 @@ void BPF_PROG(vegas_pkts_acked, struct sock *sk, const struct ack_sample *sample
 SEC("struct_ops/vegas_state")
 void BPF_PROG(vegas_state, struct sock *sk, __u8 ca_state)
 {
+	cc_repair(sk); /* right after .ssthresh when entering recovery or loss, before PRR uses it */
 	if (ca_state == TCP_CA_Open)
 		vegas_enable(sk);
 	else
@@ -121,6 +123,7 @@ void BPF_PROG(vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = tp_of(sk);
 	struct vegas *vegas = vegas_of(sk);
 
+	cc_repair(sk);
 	if (!vegas->doing_vegas_now) {
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
