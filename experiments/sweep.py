@@ -234,6 +234,7 @@ class SweepReport:
     skipped: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     interrupted: bool = False
+    drained: bool = False
     budget_exhausted: bool = False
     comparisons: list[Comparison] = field(default_factory=list)
     parallel: str = ""
@@ -413,8 +414,10 @@ def run_points(
     that raised or ended incomplete ``retries`` times; anything left is run by the next invocation.
     ``budget_s``: no run starts that would not end before the budget (its expected wall time is the
     mean of this experiment's rows, else the scenario's duration plus a minute).
-    KeyboardInterrupt stops starting runs, waits for the running ones (they tear down on their
-    own; their rows are written if they completed) and re-raises.
+    KeyboardInterrupt (Ctrl-C, SIGTERM, SIGHUP) stops the running runs (SIGTERM: they tear down,
+    their rows are not written) and re-raises. ``DRAIN`` set (SIGUSR1 to the sweep process) stops
+    starting runs and lets the running ones finish and write their rows; then the sweep returns
+    with ``drained`` (the way to stop a long sweep without losing the runs in flight).
     ``on_valid(point, run_dir, record)`` is called (in this thread) after the row of each valid run
     that left a run folder here: a study that keeps more per run than the row (experiments.multihop).
     """
@@ -514,7 +517,10 @@ def run_points(
 
     try:
         while True:
-            while len(running) < conc.limit() and clock() - last_start >= start_gap_s:
+            if DRAIN.is_set() and not report.drained:
+                report.drained = True
+                prog.note(f"draining: no more runs start; waiting for the {len(running)} running")
+            while not report.drained and len(running) < conc.limit() and clock() - last_start >= start_gap_s:
                 remaining = left()
                 if remaining is not None and remaining < expected_wall():
                     report.budget_exhausted = True
@@ -530,7 +536,7 @@ def run_points(
                 last_start = clock()
                 prog.started(point, len(running), conc.limit())
             if not running:
-                if again and not report.budget_exhausted:
+                if again and not report.budget_exhausted and not report.drained:
                     continue
                 break
             finished, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
@@ -640,6 +646,14 @@ class PrintProgress:
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+DRAIN: Final = threading.Event()
+"""Set by SIGUSR1 (``kill -USR1 <sweep pid>``): start no more runs, let the running ones finish."""
+
+
+def _drain(signum: int, frame: FrameType | None) -> None:
+    DRAIN.set()
 
 
 def copy_sweep_file(sweep_path: str | Path, exp_dir: Path) -> None:
@@ -897,6 +911,7 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     skipped = sum(p.point_id in done_before for p in points)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
+    signal.signal(signal.SIGUSR1, _drain)
     started = time.monotonic()
     shard_txt = f" shard {args.shard}" if args.shard else ""
     seq = sweep.sequential
@@ -938,6 +953,8 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     )
     for o in report.failed:
         print(f"  {o.status}: {_params_text(o.point)}: {o.error}", file=sys.stderr)
+    if report.drained:
+        print("drained (SIGUSR1): the runs in flight finished; run the same command again to resume", file=sys.stderr)
     for c in report.comparisons:
         block = ", ".join(f"{k}={v}" for k, v in c.block)
         print(

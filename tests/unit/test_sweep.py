@@ -555,3 +555,28 @@ def test_auto_sizes_by_one_scenario_per_station_and_flow_count() -> None:
     one = points[0]
     more_flows = dataclasses.replace(one, overrides={**one.overrides, "traffic.udp[2].src": 1})
     assert sw._size_key(more_flows) != sw._size_key(one)
+
+
+def test_drain_lets_the_running_runs_finish_and_starts_no_more(tmp_path: Path) -> None:
+    """SIGUSR1 (``sweep.DRAIN``) while two runs are in flight: both finish and write their rows,
+    nothing else starts, and the next invocation resumes with the rest."""
+    sweep = make_sweep()
+    points = expand(sweep)
+    data = tmp_path / "data"
+    started = threading.Barrier(2)
+
+    def in_flight() -> None:
+        started.wait(timeout=10)  # both runs are running when the drain comes
+        sw.DRAIN.set()
+
+    try:
+        fake = FakeRun(on_call=in_flight)
+        report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake, parallel=2, start_gap_s=0)
+    finally:
+        sw.DRAIN.clear()
+    assert report.drained and not report.interrupted
+    assert len(fake.calls) == 2 and report.ran == 2
+    assert sorted(r.point_id for r in rows_of(data)) == sorted(c.point_id for c in fake.calls)
+    rest = FakeRun()
+    sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=rest, parallel=2)
+    assert len(rest.calls) == len(points) - 2
