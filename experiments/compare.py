@@ -13,7 +13,9 @@ means (``experiments.stats.paired_change``), combined over the paper's points as
 (the mean of the changes, with a delta-method interval over common seeds; or the extreme for "up
 to").
 **reproduced**: same direction as the paper and the interval excludes zero; **contradicted**:
-opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero.
+opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero at
+the sweep's maximum of paired seeds; **undecided**: it spans zero with fewer (the sweep goes on);
+**pending**: fewer paired seeds than the sweep's minimum, no verdict yet whatever the interval.
 A paper's "no effect" (|paper| < 1 %) is reproduced when our interval lies within +-5 %. Then:
 is our size within a factor of 2 of the paper's? A hand-written section, ``docs/results/notes/
 <experiment>.md`` (the setup as run, deviations explained), is included when it exists.
@@ -22,6 +24,7 @@ is our size within a factor of 2 of the paper's? A hand-written section, ``docs/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -51,6 +54,8 @@ class Result:
     pairs: int  # points (blocks) behind the value
     runs: int
     note: str = ""
+    min_seeds: int = 0  # the sweep's paired seeds per block: at least (0: not known) ...
+    max_seeds: int = 0  # ... and at most
 
     @property
     def value(self) -> float:
@@ -63,14 +68,17 @@ class Result:
             return "-"
         if self.claim.kind != "change_pct":
             return "measured"
+        if self.min_seeds and c.n < self.min_seeds:  # no verdict before the sweep's minimum
+            return f"pending ({c.n} of {self.min_seeds} seeds)"
+        open_ = "inconclusive" if not self.max_seeds or c.n >= self.max_seeds else "undecided"
         if math.isnan(c.low):
-            return "inconclusive"
+            return open_
         if abs(self.claim.paper) < 1.0:
             if -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
                 return "reproduced"
-            return "contradicted" if c.excludes_zero() else "inconclusive"
+            return "contradicted" if c.excludes_zero() else open_
         if not c.excludes_zero():
-            return "inconclusive"
+            return open_
         return "reproduced" if (c.value > 0) == (self.claim.paper > 0) else "contradicted"
 
     @property
@@ -379,7 +387,13 @@ def compare(
     exp = sweep.experiment
     rows = load_rows(exp, data_dir, {p.point_id: p.index for p in expand(sweep)})
     groups = group_runs(rows.counted)
-    results = [evaluate(c, groups) for c in paper.claims if c.part == sweep.part]
+    seq = sweep.sequential
+    lo, hi = (seq.min, seq.max) if seq else (len(sweep.seed_list()),) * 2
+    results = [
+        dataclasses.replace(evaluate(c, groups), min_seeds=lo, max_seeds=hi)
+        for c in paper.claims
+        if c.part == sweep.part
+    ]
     out_dir = Path(reports_dir)
     notes_file = out_dir / "notes" / f"{exp}.md"
     notes = notes_file.read_text(encoding="utf-8") if notes_file.exists() else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -256,3 +257,23 @@ def test_until_accepts_derived_metrics_and_still_refuses_unknown_ones(tmp_path: 
     good = tmp_path / "good.yaml"
     good.write_text(text)
     assert isinstance(load_sweep(good).seeds, SequentialSeeds)
+
+
+def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_left() -> None:
+    from experiments.compare import Result
+    from experiments.stats import Change
+
+    claim = PAPERS["klemm2004"].claims[0]  # +75 % goodput, a relative claim
+    decided = Change(3, 40.0, 10.0, 70.0, 0.95, "fieller")
+    spans = Change(12, 10.0, -5.0, 25.0, 0.95, "fieller")
+    assert Result(claim, decided, 1, 6, min_seeds=10, max_seeds=30).verdict == "pending (3 of 10 seeds)"
+    assert Result(claim, decided, 1, 6).verdict == "reproduced"  # no sweep bounds known
+    assert Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30).verdict == "undecided"
+    assert (
+        Result(claim, dataclasses.replace(spans, n=30), 1, 60, min_seeds=10, max_seeds=30).verdict
+        == "inconclusive"
+    )
+    assert (
+        Result(claim, dataclasses.replace(decided, n=10), 1, 20, min_seeds=10, max_seeds=30).verdict
+        == "reproduced"
+    )
