@@ -30,13 +30,13 @@ import io
 import json
 import math
 import os
-import tempfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from experiments.rundirs import write_text_atomic
 from testbed.results import ROWS_DIR
 
 #: Where the rows live, relative to the repository root (the working directory of every command).
@@ -157,6 +157,15 @@ def _csv_line(fields: Sequence[str]) -> str:
 
 def _check(fields: Sequence[str]) -> str:
     return f"{zlib.crc32(_csv_line(fields).encode('utf-8')):08x}"
+
+
+def _checked(line: str, ncols: int) -> list[str] | None:
+    """The fields of a complete, unaltered row (its end of line, ``ncols`` fields, its ``check``);
+    None for a row cut short or altered."""
+    if not line.endswith("\n"):
+        return None
+    fields = next(csv.reader([line]), [])
+    return fields if len(fields) == ncols and _check(fields[:-1]) == fields[-1] else None
 
 
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
@@ -348,8 +357,8 @@ class RowStore:
             if not line.endswith("\n"):
                 out.problems.append(f"{where}: row cut short (no end of line): skipped")
                 continue
-            fields = next(csv.reader([line]), [])
-            if len(fields) != len(cols) or _check(fields[:-1]) != fields[-1]:
+            fields = _checked(line, len(cols))
+            if fields is None:
                 out.problems.append(f"{where}: row cut short or altered (field count or check): skipped")
                 continue
             try:
@@ -378,20 +387,9 @@ class RowStore:
         return out
 
     def _rewrite(self, lines: list[str]) -> None:
-        """Replace the file by ``lines`` atomically (temporary file, fsync, ``os.replace``); the
-        caller holds the lock, so an appender waits and then appends to the new file."""
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.writelines(lines)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        """Replace the file by ``lines`` atomically; the caller holds the lock, so an appender
+        waits and then appends to the new file."""
+        write_text_atomic(self.path, "".join(lines), mode=0o644)
 
     def add_columns(self, metrics: Sequence[str]) -> list[str]:
         """Give the file a column for each of ``metrics`` it lacks (after its last metric column,
@@ -411,8 +409,8 @@ class RowStore:
             lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
             out = [_csv_line(out_cols)]
             for line in lines[1:]:
-                fields = next(csv.reader([line]), []) if line.endswith("\n") else []
-                if len(fields) != len(cols) or _check(fields[:-1]) != fields[-1]:
+                fields = _checked(line, len(cols))
+                if fields is None:
                     out.append(line if line.endswith("\n") else line + "\n")
                     continue
                 values = [*fields[:at], *([""] * len(new)), *fields[at:-1]]
@@ -433,10 +431,9 @@ class RowStore:
             out = lines[:1]
             filled = 0
             for line in lines[1:]:
-                fields = next(csv.reader([line]), []) if line.endswith("\n") else []
-                ok = len(fields) == len(cols) and _check(fields[:-1]) == fields[-1]
-                new = values.get(fields[run_col]) if ok else None
-                if not new:
+                fields = _checked(line, len(cols))
+                new = values.get(fields[run_col]) if fields is not None else None
+                if fields is None or not new:
                     out.append(line)
                     continue
                 vals = list(fields[:-1])

@@ -38,21 +38,29 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON so that a reader sees the old file or the new one, never half of one."""
+def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` so that a reader sees the old file or the new one, never half of one
+    (temporary file beside it, fsync, ``os.replace``); ``mode``: the new file's permissions
+    (default: the temporary file's, 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True, default=str)
-            fh.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON so that a reader sees the old file or the new one, never half of one."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
