@@ -88,7 +88,7 @@ void BPF_PROG(vegas_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	struct vegas *vegas = vegas_of(sk);
 	__u32 vrtt;
 
-	cc_repair(sk); /* every ACK that acknowledges data, also in recovery */
+	cc_repair(sk); /* every ACK (tcp_clean_rtx_queue), also in recovery; cong_avoid comes after */
 	if (sample->rtt_us < 0)
 		return;
 	/* Never allow zero rtt or baseRTT */
@@ -123,7 +123,6 @@ void BPF_PROG(vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = tp_of(sk);
 	struct vegas *vegas = vegas_of(sk);
 
-	cc_repair(sk);
 	if (!vegas->doing_vegas_now) {
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
