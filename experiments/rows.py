@@ -125,13 +125,22 @@ CC_FAULTS: Final = "tcp_cc_faults"
 """The metric that makes a run not count although real time held: its TCP state went out of range
 (a BPF congestion control fault, docs/tcpctl.md), so its TCP was not the TCP under study."""
 
+CC_REPAIRS: Final = "tcp_cc_repairs"
+"""Out-of-range values the BPF repair put back. Each one is a fault too: the kernel skipped our
+programs when it came, so the repair came late (up to one round trip of ACKs, docs/tcpctl.md
+"The repair is late"), even when no 100 ms sample caught the state out of range."""
+
 
 def cc_fault_reason(metrics: Mapping[str, float]) -> str | None:
-    """The invalid reason of a run whose sampled TCP state went out of range, else None."""
+    """The invalid reason of a run whose TCP state went out of range (sampled, or put back by the
+    BPF repair), else None."""
     n = metrics.get(CC_FAULTS, math.nan)
-    if math.isnan(n) or n <= 0:
-        return None
-    return f"TCP state out of range in {int(n)} episode(s) (BPF congestion control fault, docs/tcpctl.md)"
+    if not math.isnan(n) and n > 0:
+        return f"TCP state out of range in {int(n)} episode(s) (BPF congestion control fault, docs/tcpctl.md)"
+    r = metrics.get(CC_REPAIRS, math.nan)
+    if not math.isnan(r) and r > 0:
+        return f"TCP state out of range, repaired {int(r)} time(s) (BPF congestion control fault, docs/tcpctl.md)"
+    return None
 
 
 def fmt_num(x: float) -> str:

@@ -130,6 +130,9 @@ def test_out_of_range_episodes_per_connection() -> None:
     burst = {"conn": "b", "cwnd": 309332306, "ssthresh": 6}
     assert not out_of_range(ok) and out_of_range(bad) and out_of_range(burst)
     assert not out_of_range({"conn": "a", "cwnd": "x"})
+    # a propagated ssthresh (3/4 of an inflated cwnd) below 0x7fffffff is out of range too
+    assert out_of_range({"conn": "a", "cwnd": 5, "ssthresh": 1623994572})
+    assert not out_of_range({"conn": "a", "cwnd": 5, "ssthresh": 1 << 20})
     # a, a, b interleaved: a's fault lasts 2 samples (1 episode), then again (2nd); b once
     seq = [ok, bad, burst, bad, ok, bad, {**ok, "conn": "b"}]
     assert out_of_range_episodes(seq) == 3
@@ -147,6 +150,19 @@ def test_a_row_with_a_tcp_fault_is_not_counted_and_its_point_runs_again(tmp_path
     bad = loaded.invalid()[0]
     assert bad.run_id == "r1" and "out of range" in bad.invalid_reasons[-1]
     assert cc_fault_reason({"tcp_cc_faults": math.nan}) is None
+    # a fault the BPF repair put back between two samples makes the run not count either
+    repaired = cc_fault_reason({"tcp_cc_faults": 0.0, "tcp_cc_repairs": 2.0})
+    assert repaired is not None and "repaired 2" in repaired
+    assert cc_fault_reason({"tcp_cc_faults": 0.0, "tcp_cc_repairs": 0.0}) is None
+    cols = ["tput", "tcp_cc_faults", "tcp_cc_repairs"]
+    other = RowStore("exp", tmp_path / "other")
+    other.append(
+        _record("r3", 2, {"tput": 7.0, "tcp_cc_faults": 0.0, "tcp_cc_repairs": 1.0}), ["speed"], cols
+    )
+    other.append(
+        _record("r4", 3, {"tput": 7.0, "tcp_cc_faults": 0.0, "tcp_cc_repairs": 0.0}), ["speed"], cols
+    )
+    assert [r.run_id for r in other.load().counted()] == ["r4"]
 
 
 def test_backfill_counts_faults_in_the_sampled_tcp_state(tmp_path: Path) -> None:
