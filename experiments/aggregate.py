@@ -55,7 +55,7 @@ METRICS: Final[dict[str, str]] = {
     "rts_one_attempt_pct": "unicast frames sent with RTS/CTS that needed one RTS attempt, % (Klemm 2004 "
     "Fig. 13; the medium's counters, all stations)",
     "tcp_cc_faults": "episodes in which the sampled TCP state was out of range (ssthresh above "
-    "2^20 other than 0x7fffffff, or cwnd above 2^20: a BPF congestion control fault the repair did "
+    "0x7fffffff or cwnd above 2^20: a BPF congestion control fault the repair did "
     "not catch first; docs/tcpctl.md): a run with any is not counted",
     "tcp_cc_repairs": "out-of-range ssthresh/cwnd values the BPF congestion controls put back "
     "(bpf/common.bpf.h cc_repair; each is a fault whose repair came late): a run with any is not "

@@ -396,13 +396,12 @@ def conn_summary(series: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: A sampled congestion-control state out of range (bpf/common.bpf.h ``cc_repair``): ssthresh
-#: above TCP_INFINITE_SSTHRESH, or cwnd above 2^20 packets. The sampler is stricter than the repair
-#: about ssthresh: any value above 2^20 other than TCP_INFINITE_SSTHRESH itself counts, because a
-#: cwnd inflated by a fault can reach ssthresh through prior_ssthresh (undo) or Vegas'
-#: current_ssthresh below 0x7fffffff, and no congestion control of ours halves a window that wide.
+#: above TCP_INFINITE_SSTHRESH, or cwnd above 2^20 packets. Not an ssthresh above 2^20 below
+#: 0x7fffffff: ABRA's "ssthresh/4" (tcpctl.bpf.c) of a never-reduced ssthresh is 0x1fffffff, a
+#: value the paper's algorithm produces. A fault's inflated cwnd that reaches ssthresh through
+#: prior_ssthresh is caught by the cwnd repair instead (``tcp_cc_repairs``, which makes a run invalid).
 SSTHRESH_MAX: Final = 0x7FFFFFFF
 CWND_SANE_MAX: Final = 1 << 20
-SSTHRESH_SANE_MAX: Final = 1 << 20
 
 
 def out_of_range(sample: Mapping[str, Any]) -> bool:
@@ -413,7 +412,7 @@ def out_of_range(sample: Mapping[str, Any]) -> bool:
         cwnd = int(float(sample.get("cwnd") or 0))
     except (TypeError, ValueError):
         return False
-    return (ssthresh > SSTHRESH_SANE_MAX and ssthresh != SSTHRESH_MAX) or cwnd > CWND_SANE_MAX
+    return ssthresh > SSTHRESH_MAX or cwnd > CWND_SANE_MAX
 
 
 def out_of_range_episodes(samples: Iterable[Mapping[str, Any]]) -> int:

@@ -130,9 +130,8 @@ def test_out_of_range_episodes_per_connection() -> None:
     burst = {"conn": "b", "cwnd": 309332306, "ssthresh": 6}
     assert not out_of_range(ok) and out_of_range(bad) and out_of_range(burst)
     assert not out_of_range({"conn": "a", "cwnd": "x"})
-    # a propagated ssthresh (3/4 of an inflated cwnd) below 0x7fffffff is out of range too
-    assert out_of_range({"conn": "a", "cwnd": 5, "ssthresh": 1623994572})
-    assert not out_of_range({"conn": "a", "cwnd": 5, "ssthresh": 1 << 20})
+    # ABRA's "ssthresh/4" of a never-reduced ssthresh (0x7fffffff / 4) is the paper's algorithm
+    assert not out_of_range({"conn": "a", "cwnd": 5, "ssthresh": 0x1FFFFFFF})
     # a, a, b interleaved: a's fault lasts 2 samples (1 episode), then again (2nd); b once
     seq = [ok, bad, burst, bad, ok, bad, {**ok, "conn": "b"}]
     assert out_of_range_episodes(seq) == 3
