@@ -14,7 +14,9 @@ means (``experiments.stats.paired_change``), combined over the paper's points as
 to").
 **reproduced**: same direction as the paper and the interval excludes zero; **contradicted**:
 opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero at
-the sweep's maximum of paired seeds; **undecided**: it spans zero with fewer (the sweep goes on);
+the sweep's maximum of paired seeds, or is narrower than the sweep's stopping half-width
+(``until.half_width_pct``: "no clear effect", the sweep adds no seeds there; for a claim over
+several points, each point's interval must be final too); **undecided**: it spans zero with fewer (the sweep goes on);
 **pending**: fewer paired seeds than the sweep's minimum, no verdict yet whatever the interval.
 A paper's "no effect" (|paper| < 1 %) is reproduced when our interval lies within +-5 %. Then:
 is our size within a factor of 2 of the paper's? A hand-written section, ``docs/results/notes/
@@ -56,6 +58,8 @@ class Result:
     note: str = ""
     min_seeds: int = 0  # the sweep's paired seeds per block: at least (0: not known) ...
     max_seeds: int = 0  # ... and at most
+    stop_half_width_pct: float | None = None  # the sweep's ``until.half_width_pct``: it stops there
+    blocks: tuple[Change, ...] = ()  # the claim's change in each block (point) behind it
 
     @property
     def value(self) -> float:
@@ -73,6 +77,14 @@ class Result:
         open_ = "inconclusive" if not self.max_seeds or c.n >= self.max_seeds else "undecided"
         if math.isnan(c.low):
             return open_
+        if (
+            open_ == "undecided"
+            and not c.excludes_zero()
+            and self.stop_half_width_pct is not None
+            and c.half_width <= self.stop_half_width_pct
+            and all(b.excludes_zero() or b.half_width <= self.stop_half_width_pct for b in self.blocks)
+        ):  # the sweep's stopping rule is met ("no clear effect"): it adds no seeds here
+            open_ = f"inconclusive (no clear effect: +-{c.half_width:.1f} <= +-{self.stop_half_width_pct:g} points)"
         if abs(self.claim.paper) < 1.0:
             if -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
                 return "reproduced"
@@ -130,7 +142,7 @@ def evaluate(claim: Claim, groups: list[Group]) -> Result:
     treated = [g for g in groups if _matches(g.params, claim.where)]
     bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
-    return Result(res.claim, res.change, res.pairs, res.runs, _censored_note(claim.metric, used, res.note))
+    return dataclasses.replace(res, note=_censored_note(claim.metric, used, res.note))
 
 
 def _evaluate(claim: Claim, groups: list[Group]) -> Result:
@@ -154,7 +166,8 @@ def _evaluate(claim: Claim, groups: list[Group]) -> Result:
         change = paired_change(_aligned(blocks, claim.metric))
         runs = 2 * change.n * len(blocks)
         note = f"mean of {len(blocks)} points" if len(blocks) > 1 else ""
-        return Result(claim, change, len(blocks), runs, note)
+        each = tuple(paired_change(_aligned([blk], claim.metric)) for blk in blocks)
+        return Result(claim, change, len(blocks), runs, note, blocks=each)
     per_block = [(paired_change(_aligned([blk], claim.metric)), blk) for blk in blocks]
     per_block = [(c, blk) for c, blk in per_block if not math.isnan(c.value)]
     if not per_block:
@@ -162,7 +175,8 @@ def _evaluate(claim: Claim, groups: list[Group]) -> Result:
     pick = max if claim.combine == "max" else min
     change, (g, _) = pick(per_block, key=lambda cb: cb[0].value)
     where = ", ".join(f"{k}={v}" for k, v in g.params.items() if k not in claim.where)
-    return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}")
+    each = tuple(c for c, _ in per_block)
+    return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}", blocks=each)
 
 
 def _fmt(x: float, unit: str) -> str:
@@ -390,7 +404,12 @@ def compare(
     seq = sweep.sequential
     lo, hi = (seq.min, seq.max) if seq else (len(sweep.seed_list()),) * 2
     results = [
-        dataclasses.replace(evaluate(c, groups), min_seeds=lo, max_seeds=hi)
+        dataclasses.replace(
+            evaluate(c, groups),
+            min_seeds=lo,
+            max_seeds=hi,
+            stop_half_width_pct=seq.until.half_width_pct if seq else None,
+        )
         for c in paper.claims
         if c.part == sweep.part
     ]

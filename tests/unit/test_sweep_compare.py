@@ -269,6 +269,19 @@ def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_l
     assert Result(claim, decided, 1, 6, min_seeds=10, max_seeds=30).verdict == "pending (3 of 10 seeds)"
     assert Result(claim, decided, 1, 6).verdict == "reproduced"  # no sweep bounds known
     assert Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30).verdict == "undecided"
+    # narrower than the sweep's stopping half-width: the sweep stops, so the report does not wait
+    narrow = Change(12, 1.0, -3.0, 5.0, 0.95, "fieller")
+    stops = Result(claim, narrow, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
+    assert stops.startswith("inconclusive (no clear effect: +-4.0")
+    # a mean over points whose own intervals are still wide: the sweep goes on for them
+    mean = Result(
+        claim, narrow, 2, 48, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(narrow, spans)
+    )
+    assert mean.verdict == "undecided"
+    assert (
+        Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
+        == "undecided"
+    )
     assert (
         Result(claim, dataclasses.replace(spans, n=30), 1, 60, min_seeds=10, max_seeds=30).verdict
         == "inconclusive"
