@@ -37,7 +37,7 @@ from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_c
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
 from experiments.rows import DATA_DIR, RunRecord
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep
-from experiments.stats import NAN_CHANGE, Change, paired_change, summarize
+from experiments.stats import NAN_CHANGE, Change, Verdict, decide, paired_change, summarize
 
 #: Where reports and their figures go (kept in git).
 REPORTS_DIR = Path("docs/results")
@@ -77,14 +77,13 @@ class Result:
         open_ = "inconclusive" if not self.max_seeds or c.n >= self.max_seeds else "undecided"
         if math.isnan(c.low):
             return open_
+        h, lo, hi = self.stop_half_width_pct, self.min_seeds, self.max_seeds
         if (
             open_ == "undecided"
-            and not c.excludes_zero()
-            and self.stop_half_width_pct is not None
-            and c.half_width <= self.stop_half_width_pct
-            and all(b.excludes_zero() or b.half_width <= self.stop_half_width_pct for b in self.blocks)
-        ):  # the sweep's stopping rule is met ("no clear effect"): it adds no seeds here
-            open_ = f"inconclusive (no clear effect: +-{c.half_width:.1f} <= +-{self.stop_half_width_pct:g} points)"
+            and decide(c, h, lo, hi) is Verdict.PRECISE
+            and all(decide(b, h, lo, hi).final for b in self.blocks)
+        ):  # the sweep's own stopping rule is met ("no clear effect"): it adds no seeds here
+            open_ = f"inconclusive (no clear effect: +-{c.half_width:.1f} <= +-{h:g} points)"
         if abs(self.claim.paper) < 1.0:
             if -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
                 return "reproduced"
@@ -162,21 +161,20 @@ def _evaluate(claim: Claim, groups: list[Group]) -> Result:
             blocks.append((g, base))
     if not blocks:
         return Result(claim, NAN_CHANGE, 0, 0, "no baseline points")
+    each = tuple(paired_change(_aligned([blk], claim.metric)) for blk in blocks)
     if claim.combine == "mean":
         change = paired_change(_aligned(blocks, claim.metric))
         runs = 2 * change.n * len(blocks)
         note = f"mean of {len(blocks)} points" if len(blocks) > 1 else ""
-        each = tuple(paired_change(_aligned([blk], claim.metric)) for blk in blocks)
         return Result(claim, change, len(blocks), runs, note, blocks=each)
-    per_block = [(paired_change(_aligned([blk], claim.metric)), blk) for blk in blocks]
-    per_block = [(c, blk) for c, blk in per_block if not math.isnan(c.value)]
+    per_block = [(c, blk) for c, blk in zip(each, blocks, strict=True) if not math.isnan(c.value)]
     if not per_block:
         return Result(claim, NAN_CHANGE, len(blocks), 0, "no paired seeds")
     pick = max if claim.combine == "max" else min
     change, (g, _) = pick(per_block, key=lambda cb: cb[0].value)
     where = ", ".join(f"{k}={v}" for k, v in g.params.items() if k not in claim.where)
-    each = tuple(c for c, _ in per_block)
-    return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}", blocks=each)
+    kept = tuple(c for c, _ in per_block)
+    return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}", blocks=kept)
 
 
 def _fmt(x: float, unit: str) -> str:
