@@ -56,7 +56,7 @@ _ST_SCALARS = (
     "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us hold_cwnd hold_una hold_caps "
     "rttvar_us rto_est_us"
 ).split()
-_ST_TAIL = ("rtt_sum_us", "rtt_sqerr", "rtt_err_n", "rtt_err_pad")
+_ST_TAIL = ("rtt_sum_us", "rtt_sqerr", "rtt_err_n", "rto_hold_until_ms")
 _ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I2Q2I")
 RTT_ERR_UNIT_US = 10
 """Unit of ``rtt_sqerr`` (tcpctl.h ``RTT_ERR_UNIT_US``): the squared SRTT errors are summed in (10 us)^2."""

@@ -36,6 +36,14 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
 #define ELFN_DEFAULT_RTO_MS 6000  /* Yu 2004 s3.1: "default values (RTO 6 s, cwnd 2)" */
+/* Longest the thaw's restore=old RTO cap lasts, in round trips of the srtt at the freeze. Linux's
+ * rttvar_us falls by 1/4 of its excess per round trip (tcp_rtt_estimator), so a spike of 10x the
+ * old RTO is gone in ln 10 / ln(4/3) = 8 round trips; this is twice that. Ours, not the paper's:
+ * ns-2's ELFN restores the RTO and takes no samples from the freeze (docs/fidelity.md). */
+#define RESTORE_OLD_HOLD_MAX_RTTS 16
+/* st->rto_hold: which thaw holds the RTO under a cap */
+#define RTO_HOLD_DEFAULT 1 /* restore=default: exactly 6 s */
+#define RTO_HOLD_OLD 2     /* restore=old: the RTO at the freeze */
 /* Stations (network namespaces) one run can register; kernel.py MAX_STATIONS is the same number.
  * The papers' largest field is 100 stations (Cohen, Yu's 100-node field). */
 #define TCPCTL_MAX_STATIONS 1024
@@ -98,6 +106,12 @@ static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *
 	__u32 i = st->n_rto % TCPCTL_RTO_LOG;
 	__u32 next_us = 0;
 
+	if (st->rto_hold == RTO_HOLD_OLD) {
+		/* a timeout while restore=old caps the RTO: the kernel backs off from the RTO at the
+		 * freeze, as the paper's TCP would from the restored one */
+		st->rto_hold = 0;
+		set_rto_max(skops, st, DEFAULT_RTO_MAX_MS);
+	}
 	if (st->consec_rto == 0) {
 		/* ABRA: "save cwnd, ssthresh and srtt as last_cwnd, last_ssthr, last_srtt when the
 		 * retransmission timer expires" (first expiration of a series: the state before it). */
@@ -176,8 +190,8 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *
 		/* "When an ACK covers the retransmission" */
 		st->consec_rto = 0;
 		st->recoveries++;
-		if (st->rto_max_ms && st->rto_max_ms != DEFAULT_RTO_MAX_MS)
-			set_rto_max(skops, st, DEFAULT_RTO_MAX_MS);
+		if (st->rto_max_ms && st->rto_max_ms != DEFAULT_RTO_MAX_MS && !st->rto_hold)
+			set_rto_max(skops, st, DEFAULT_RTO_MAX_MS); /* (a thaw's cap ends in ctl_apply) */
 		if (ctl && ctl->policy == POLICY_ABRA) {
 			/* "return to the saved state with cwnd/2 and ssthresh/4" */
 			st->pending_cwnd = st->last_cwnd / 2 ? st->last_cwnd / 2 : 1;
@@ -252,6 +266,25 @@ static __always_inline void set_cw(struct tcp_sock *tp, struct tcpctl_st *st, __
 	}
 }
 
+/* Does this ACK end the thaw's RTO cap? Both holds last at least until an ACK covers data sent
+ * after the thaw (snd_nxt then). restore=default (RTO 6 s) ends there. restore=old ends once the
+ * kernel's own estimator, __tcp_set_rto() = srtt + rttvar, is back under the cap, or after
+ * RESTORE_OLD_HOLD_MAX_RTTS round trips of the srtt at the freeze: then the path itself has a
+ * longer RTT and the estimator takes over. Runs in in_ack_event, before this ACK's RTT sample. */
+static __always_inline int rto_hold_release(struct tcp_sock *tp, struct tcpctl_st *st)
+{
+	__u64 est_us;
+
+	if (!st->rto_hold || (__s32)(tp->snd_una - st->rto_hold_seq) <= 0)
+		return 0;
+	if (st->rto_hold != RTO_HOLD_OLD)
+		return 1;
+	est_us = (__u64)(tp->srtt_us >> 3) + tp->rttvar_us;
+	if (est_us <= (__u64)st->rto_max_ms * 1000)
+		return 1;
+	return (__s32)((__u32)(bpf_ktime_get_ns() / 1000000) - st->rto_hold_until_ms) >= 0;
+}
+
 /* Execute a new command or a pending restore; in cong_avoid (the last writer of cwnd while
  * an ACK is processed) re-assert what was applied earlier in the same ACK, so loss recovery
  * code between in_ack_event and cong_avoid cannot undo it. Returns 1 if cwnd was set. */
@@ -286,6 +319,28 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 		case CMD_RESTORE_OLD:
 			set_cw(tp, st, st->frz_cwnd, st->frz_ssthresh);
 			st->armed = 1;
+			/* ELFN restore=old keeps the RTO at the freeze. The thawing ACK's own RTT sample is
+			 * set by the agent (TSecr), but the kernel prefers the segments' send times: SACK
+			 * blocks (or a cumulative ACK without a retransmitted segment) for segments sent
+			 * before the freeze give samples as long as the freeze (measured: srtt 0.39 s ->
+			 * 1.7 s, RTO 0.89 s -> 11.3 s after a 5.6 s freeze). Cap the RTO at its value at
+			 * the freeze until the estimator is back under it (see rto_hold_release). */
+			{
+				int v = (st->frz_rto_us + 999) / 1000;
+
+				if (v < 1000)
+					v = 1000; /* the kernel's floor for TCP_RTO_MAX_MS */
+				if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v))) {
+					st->setsockopt_err++;
+				} else {
+					st->rto_max_ms = v;
+					st->rto_hold = RTO_HOLD_OLD;
+					st->rto_hold_seq = tp->snd_nxt;
+					st->rto_hold_until_ms =
+						(__u32)(bpf_ktime_get_ns() / 1000000) +
+						RESTORE_OLD_HOLD_MAX_RTTS * (st->frz_srtt_us / 1000 + 1);
+				}
+			}
 			break;
 		case CMD_RESTORE_DEFAULT:
 			set_cw(tp, st, 2, st->frz_ssthresh);
@@ -299,7 +354,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 					st->setsockopt_err++;
 				else
 					st->rto_max_ms = v;
-				st->rto_hold = 1;
+				st->rto_hold = RTO_HOLD_DEFAULT;
 				st->rto_hold_seq = tp->snd_nxt;
 			}
 			break;
@@ -325,8 +380,8 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 		st->hold_cwnd = 0; /* an ACK of new data with an open window: the CMD_SET hold ends
 				    * (ACKs the agent rewrites to window 0 while it holds the sender,
 				    * e.g. late ones that were in flight, do not end it) */
-	if (!in_cong_avoid && st->rto_hold && (__s32)(tp->snd_una - st->rto_hold_seq) > 0) {
-		int v = DEFAULT_RTO_MAX_MS; /* the first ACK of data sent after the thaw: release */
+	if (!in_cong_avoid && rto_hold_release(tp, st)) {
+		int v = DEFAULT_RTO_MAX_MS;
 
 		st->rto_hold = 0;
 		if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))

@@ -76,8 +76,8 @@ struct tcpctl_st { /* written by BPF only */
 	__u32 state;         /* last TCP state (STATE_CB) */
 	__u32 post_pending;  /* record cwnd at the next ACK after a command */
 	__u32 post_cwnd;     /* cwnd when the kernel processed that next ACK */
-	__u32 rto_hold;      /* ELFN restore=default: RTO held at 6 s (TCP_RTO_MAX_MS) ... */
-	__u32 rto_hold_seq;  /* ... until an ACK covers data sent after the thaw (snd_nxt then) */
+	__u32 rto_hold;      /* ELFN thaw: RTO capped (TCP_RTO_MAX_MS), 1 at 6 s (restore=default), */
+	__u32 rto_hold_seq;  /* 2 at the freeze's (old); at least until an ACK covers this snd_nxt */
 	__u32 post_rto_us;   /* icsk_rto when the kernel processed that next ACK */
 	__u32 hold_cwnd;     /* CMD_SET's cwnd, a ceiling for the kernel's own loss handling ... */
 	__u32 hold_una;      /* ... until an ACK with an open window advances snd_una past this */
@@ -93,7 +93,7 @@ struct tcpctl_st { /* written by BPF only */
 	__u64 rtt_sum_us;    /* sum of the samples that had an estimate before them */
 	__u64 rtt_sqerr;     /* sum of (srtt_before - mrtt)^2, in (RTT_ERR_UNIT_US us)^2 */
 	__u32 rtt_err_n;     /* how many such samples */
-	__u32 rtt_err_pad;
+	__u32 rto_hold_until_ms; /* restore=old: the cap ends by then (bpf_ktime_get_ns() / 1e6) */
 };
 
 #endif
