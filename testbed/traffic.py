@@ -360,6 +360,8 @@ def parse_transfer(
             start if start is not None else receiver.start_mono_s
         )
         res["throughput_bps"] = 8.0 * receiver.bytes / t if t > 0 else 0.0
-        if not res["interrupted"] and receiver.complete:
+        if failures:  # the sender's socket failed (e.g. ETIMEDOUT: the kernel gave the connection up)
+            res["error"] = "; ".join(failures)
+        elif not res["interrupted"] and receiver.complete:
             res["error"] = f"the connection closed after {receiver.bytes} of {spec.transfer_bytes} bytes"
     return res

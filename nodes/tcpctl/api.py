@@ -114,7 +114,7 @@ class TcpControl:
 
     def restore(self, conn: ConnId) -> None:
         """Set cwnd and ssthresh back to the last snapshot (at the next ACK the kernel processes)."""
-        self.agent.kernel.restore(conn, "old")
+        self.agent.kernel.restore(conn, "cwnd")
 
     def add_dupacks(self, conn: ConnId, n: int) -> list[Action]:
         return self.agent.add_dupacks(conn, n)

@@ -37,10 +37,17 @@ class Abra:
 RtoPolicy = Standard | FixedAfterTwo | Abra
 
 
+KernelRestore = Literal["old", "default", "cwnd"]
+"""What ``restore`` sets back from the last snapshot. ``old``: ELFN's thaw to the values at the
+freeze (cwnd, ssthresh, and the RTO kept at the freeze's until the kernel's estimator agrees
+again); ``default``: ELFN's thaw to cwnd 2 and an RTO of 6 s; ``cwnd``: cwnd and ssthresh only
+(ATCP leaving its loss state)."""
+
+
 class KernelTcp(Protocol):
     def snapshot(self, conn: ConnId) -> None: ...
 
-    def restore(self, conn: ConnId, mode: Literal["old", "default"]) -> None: ...
+    def restore(self, conn: ConnId, mode: KernelRestore) -> None: ...
 
     def set_cwnd(self, conn: ConnId, cwnd: int, ssthresh: int = 0) -> None: ...
 
@@ -53,7 +60,7 @@ class NullKernel:
     def snapshot(self, conn: ConnId) -> None:
         pass
 
-    def restore(self, conn: ConnId, mode: Literal["old", "default"]) -> None:
+    def restore(self, conn: ConnId, mode: KernelRestore) -> None:
         pass
 
     def set_cwnd(self, conn: ConnId, cwnd: int, ssthresh: int = 0) -> None:
@@ -76,7 +83,7 @@ class FakeKernel:
     def snapshot(self, conn: ConnId) -> None:
         self.calls.append(("snapshot", conn))
 
-    def restore(self, conn: ConnId, mode: Literal["old", "default"]) -> None:
+    def restore(self, conn: ConnId, mode: KernelRestore) -> None:
         self.calls.append(("restore", conn, mode))
 
     def set_cwnd(self, conn: ConnId, cwnd: int, ssthresh: int = 0) -> None:
@@ -106,10 +113,11 @@ class BpfKernel:
 
         self.maps.command(self.key(conn), K.CMD_SNAPSHOT)
 
-    def restore(self, conn: ConnId, mode: Literal["old", "default"]) -> None:
+    def restore(self, conn: ConnId, mode: KernelRestore) -> None:
         from nodes.tcpctl import kernel as K
 
-        self.maps.command(self.key(conn), K.CMD_RESTORE_OLD if mode == "old" else K.CMD_RESTORE_DEFAULT)
+        cmd = {"old": K.CMD_RESTORE_OLD, "default": K.CMD_RESTORE_DEFAULT, "cwnd": K.CMD_RESTORE_CWND}[mode]
+        self.maps.command(self.key(conn), cmd)
 
     def set_cwnd(self, conn: ConnId, cwnd: int, ssthresh: int = 0) -> None:
         from nodes.tcpctl import kernel as K

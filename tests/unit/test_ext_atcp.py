@@ -256,9 +256,9 @@ def test_cwnd_saved_at_entry_restored_at_exit() -> None:
     r = Rig()
     to_loss(r)
     i = r.kern.calls.index(("snapshot", CID))
-    assert ("restore", CID, "old") not in r.kern.calls
+    assert ("restore", CID, "cwnd") not in r.kern.calls
     r.inbound(ack(4))
-    assert r.kern.calls[i + 1 :] == [("restore", CID, "old")]
+    assert r.kern.calls[i + 1 :] == [("restore", CID, "cwnd")]
     assert r.atcp.counters["loss_exits"] == 1
 
 

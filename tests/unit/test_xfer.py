@@ -88,6 +88,13 @@ def test_parse_transfer_incomplete_and_missing() -> None:
     assert parse_transfer(spec, sender, None)["error"] == "no transfer receiver output"
     cut = TransferRecord("receiver", bytes=400, start_mono_s=10.5, end_mono_s=14.0, complete=True)
     assert "closed after 400 of 1000" in parse_transfer(spec, sender, cut)["error"]
+    # the kernel gave the connection up mid-file (seen: ETIMEDOUT in a Liu partition): the sender's
+    # own failure is the flow's error, not a silent partial transfer
+    gave_up = TransferRecord(
+        "sender", bytes=600, start_mono_s=10.0, error="TimeoutError: [Errno 110] Connection timed out"
+    )
+    row = parse_transfer(spec, gave_up, part)
+    assert row["error"] == "TimeoutError: [Errno 110] Connection timed out" and not row["file_delivered"]
 
 
 def test_a_file_that_is_not_a_record_loads_as_none(tmp_path: Path) -> None:

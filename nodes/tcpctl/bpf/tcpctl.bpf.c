@@ -266,23 +266,27 @@ static __always_inline void set_cw(struct tcp_sock *tp, struct tcpctl_st *st, __
 	}
 }
 
-/* Does this ACK end the thaw's RTO cap? Both holds last at least until an ACK covers data sent
- * after the thaw (snd_nxt then). restore=default (RTO 6 s) ends there. restore=old ends once the
- * kernel's own estimator, __tcp_set_rto() = srtt + rttvar, is back under the cap, or after
- * RESTORE_OLD_HOLD_MAX_RTTS round trips of the srtt at the freeze: then the path itself has a
- * longer RTT and the estimator takes over. Runs in in_ack_event, before this ACK's RTT sample. */
+/* Does this ACK end the thaw's RTO cap? restore=default (RTO 6 s) ends at the first ACK of data
+ * sent after the thaw (snd_nxt then). restore=old ends once such an ACK has come and the
+ * kernel's own estimator, __tcp_set_rto() = srtt + rttvar, is back under the cap, or at any ACK
+ * RESTORE_OLD_HOLD_MAX_RTTS round trips of the srtt at the freeze after the thaw (then the path
+ * itself has a longer RTT and the estimator takes over). A new command or a timeout also ends
+ * it. Runs in in_ack_event, before this ACK's RTT sample. */
 static __always_inline int rto_hold_release(struct tcp_sock *tp, struct tcpctl_st *st)
 {
 	__u64 est_us;
 
-	if (!st->rto_hold || (__s32)(tp->snd_una - st->rto_hold_seq) <= 0)
+	if (!st->rto_hold)
+		return 0;
+	if (st->rto_hold == RTO_HOLD_OLD &&
+	    (__s32)((__u32)(bpf_ktime_get_ns() / 1000000) - st->rto_hold_until_ms) >= 0)
+		return 1;
+	if ((__s32)(tp->snd_una - st->rto_hold_seq) <= 0)
 		return 0;
 	if (st->rto_hold != RTO_HOLD_OLD)
 		return 1;
 	est_us = (__u64)(tp->srtt_us >> 3) + tp->rttvar_us;
-	if (est_us <= (__u64)st->rto_max_ms * 1000)
-		return 1;
-	return (__s32)((__u32)(bpf_ktime_get_ns() / 1000000) - st->rto_hold_until_ms) >= 0;
+	return est_us <= (__u64)st->rto_max_ms * 1000;
 }
 
 /* Execute a new command or a pending restore; in cong_avoid (the last writer of cwnd while
@@ -309,12 +313,29 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 	if (ctl && ctl->cmd_seq != st->cmd_done) {
 		st->cmd_done = ctl->cmd_seq;
 		st->hold_cwnd = 0; /* a new command ends an earlier CMD_SET's hold */
+		if (st->rto_hold) {
+			/* ... and a thaw's RTO cap: TCP_RTO_MAX_MS also bounds the kernel's zero-window
+			 * probing (its interval, and the connection is dropped after 2 x rto_max without
+			 * an ACK), which the next freeze or persist relies on. Seen: ATCP connections
+			 * reset (ETIMEDOUT) 16 s into a disconnection with a 1 s cap. */
+			int v = DEFAULT_RTO_MAX_MS;
+
+			st->rto_hold = 0;
+			if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
+				st->setsockopt_err++;
+			else
+				st->rto_max_ms = v;
+		}
 		switch (ctl->cmd) {
 		case CMD_SNAPSHOT:
 			st->frz_cwnd = tp->snd_cwnd;
 			st->frz_ssthresh = tp->snd_ssthresh;
 			st->frz_srtt_us = tp->srtt_us >> 3;
 			st->frz_rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
+			break;
+		case CMD_RESTORE_CWND:
+			set_cw(tp, st, st->frz_cwnd, st->frz_ssthresh);
+			st->armed = 1;
 			break;
 		case CMD_RESTORE_OLD:
 			set_cw(tp, st, st->frz_cwnd, st->frz_ssthresh);

@@ -14,9 +14,10 @@
 enum tcpctl_cmd {
 	CMD_NONE = 0,
 	CMD_SNAPSHOT = 1,        /* ELFN freeze: save cwnd, ssthresh, srtt, rto */
-	CMD_RESTORE_OLD = 2,     /* ELFN thaw, restore="old": the values saved at the freeze */
+	CMD_RESTORE_OLD = 2,     /* ELFN thaw, restore="old": the values saved at the freeze (RTO: see docs) */
 	CMD_RESTORE_DEFAULT = 3, /* ELFN thaw, restore="default": cwnd 2 (RTO: see docs) */
 	CMD_SET = 4,             /* set cwnd and/or ssthresh (0 = leave) */
+	CMD_RESTORE_CWND = 5,    /* cwnd and ssthresh saved at the snapshot only (ATCP's loss exit) */
 };
 
 enum tcpctl_policy {
