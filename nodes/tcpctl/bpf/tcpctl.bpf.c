@@ -266,6 +266,26 @@ static __always_inline void set_cw(struct tcp_sock *tp, struct tcpctl_st *st, __
 	}
 }
 
+/* TCP_RTO_MAX_MS from the congestion control (ms; the kernel's floor is 1000). 1 if set. */
+static __always_inline int ca_set_rto_max(struct sock *sk, struct tcpctl_st *st, int ms)
+{
+	if (ms < 1000)
+		ms = 1000;
+	if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &ms, sizeof(ms))) {
+		st->setsockopt_err++;
+		return 0;
+	}
+	st->rto_max_ms = ms;
+	return 1;
+}
+
+/* A thaw's RTO cap ends: the kernel's own RTO again. */
+static __always_inline void rto_hold_end(struct sock *sk, struct tcpctl_st *st)
+{
+	st->rto_hold = 0;
+	ca_set_rto_max(sk, st, DEFAULT_RTO_MAX_MS);
+}
+
 /* Does this ACK end the thaw's RTO cap? restore=default (RTO 6 s) ends at the first ACK of data
  * sent after the thaw (snd_nxt then). restore=old ends once such an ACK has come and the
  * kernel's own estimator, __tcp_set_rto() = srtt + rttvar, is back under the cap, or at any ACK
@@ -318,13 +338,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			 * probing (its interval, and the connection is dropped after 2 x rto_max without
 			 * an ACK), which the next freeze or persist relies on. Seen: ATCP connections
 			 * reset (ETIMEDOUT) 16 s into a disconnection with a 1 s cap. */
-			int v = DEFAULT_RTO_MAX_MS;
-
-			st->rto_hold = 0;
-			if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
-				st->setsockopt_err++;
-			else
-				st->rto_max_ms = v;
+			rto_hold_end(sk, st);
 		}
 		switch (ctl->cmd) {
 		case CMD_SNAPSHOT:
@@ -346,21 +360,11 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			 * before the freeze give samples as long as the freeze (measured: srtt 0.39 s ->
 			 * 1.7 s, RTO 0.89 s -> 11.3 s after a 5.6 s freeze). Cap the RTO at its value at
 			 * the freeze until the estimator is back under it (see rto_hold_release). */
-			{
-				int v = (st->frz_rto_us + 999) / 1000;
-
-				if (v < 1000)
-					v = 1000; /* the kernel's floor for TCP_RTO_MAX_MS */
-				if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v))) {
-					st->setsockopt_err++;
-				} else {
-					st->rto_max_ms = v;
-					st->rto_hold = RTO_HOLD_OLD;
-					st->rto_hold_seq = tp->snd_nxt;
-					st->rto_hold_until_ms =
-						(__u32)(bpf_ktime_get_ns() / 1000000) +
-						RESTORE_OLD_HOLD_MAX_RTTS * (st->frz_srtt_us / 1000 + 1);
-				}
+			if (ca_set_rto_max(sk, st, (st->frz_rto_us + 999) / 1000)) {
+				st->rto_hold = RTO_HOLD_OLD;
+				st->rto_hold_seq = tp->snd_nxt;
+				st->rto_hold_until_ms = (__u32)(bpf_ktime_get_ns() / 1000000) +
+							RESTORE_OLD_HOLD_MAX_RTTS * (st->frz_srtt_us / 1000 + 1);
 			}
 			break;
 		case CMD_RESTORE_DEFAULT:
@@ -368,16 +372,9 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			st->armed = 1;
 			/* ELFN default RTO 6 s: cap the RTO at 6 s now (the agent made the thawing ACK carry
 			 * an RTT sample that puts the estimator above it) until the first ACK of new data */
-			{
-				int v = ELFN_DEFAULT_RTO_MS;
-
-				if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
-					st->setsockopt_err++;
-				else
-					st->rto_max_ms = v;
-				st->rto_hold = RTO_HOLD_DEFAULT;
-				st->rto_hold_seq = tp->snd_nxt;
-			}
+			ca_set_rto_max(sk, st, ELFN_DEFAULT_RTO_MS);
+			st->rto_hold = RTO_HOLD_DEFAULT;
+			st->rto_hold_seq = tp->snd_nxt;
 			break;
 		case CMD_SET:
 			set_cw(tp, st, ctl->arg_cwnd, ctl->arg_ssthresh);
@@ -401,15 +398,8 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 		st->hold_cwnd = 0; /* an ACK of new data with an open window: the CMD_SET hold ends
 				    * (ACKs the agent rewrites to window 0 while it holds the sender,
 				    * e.g. late ones that were in flight, do not end it) */
-	if (!in_cong_avoid && rto_hold_release(tp, st)) {
-		int v = DEFAULT_RTO_MAX_MS;
-
-		st->rto_hold = 0;
-		if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
-			st->setsockopt_err++;
-		else
-			st->rto_max_ms = v;
-	}
+	if (!in_cong_avoid && rto_hold_release(tp, st))
+		rto_hold_end(sk, st);
 	if (st->pending) {
 		set_cw(tp, st, st->pending_cwnd, st->pending_ssthresh);
 		st->pending = 0;
