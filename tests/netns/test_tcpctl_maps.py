@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from nodes.tcpctl import kernel as K
+from nodes.tcpctl.nsutil import CLONE_NEWNET
 from tests.netns.stack_run import skip_without_stack
 
 
@@ -48,9 +49,6 @@ def test_netns_map_takes_a_100_station_run_and_names_its_limit() -> None:
     assert not K.run_dir(run_id).exists()
 
 
-CLONE_NEWNET = 0x40000000
-
-
 def _restore_commands_in_own_netns(run_id: str, out: Any) -> None:
     """Child process: a loopback TCP connection on the run's congestion control in a new network
     namespace; snapshot, then each restore command, and the RTO cap (``rto_max_ms``, ``rto_hold``)
@@ -62,14 +60,15 @@ def _restore_commands_in_own_netns(run_id: str, out: Any) -> None:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         maps = K.Maps(run_id)
-        maps.register_netns(K.netns_cookie_of_current(), station=1)
+        cookie = K.netns_cookie_of_current()
+        maps.register_netns(cookie, station=1)
         srv = socket.create_server(("127.0.0.1", 0))
         cli = socket.socket()
         cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, K.ctl_cc_name(run_id).encode())
         cli.connect(srv.getsockname())
         peer, _ = srv.accept()
         sport, dport = cli.getsockname()[1], srv.getsockname()[1]
-        key = K.ConnKey(K.netns_cookie_of_current(), socket.inet_aton("127.0.0.1"), socket.inet_aton("127.0.0.1"), sport, dport)
+        key = K.ConnKey(cookie, socket.inet_aton("127.0.0.1"), socket.inet_aton("127.0.0.1"), sport, dport)
 
         def step(name: str, cmd: int) -> None:
             maps.command(key, cmd)
