@@ -88,13 +88,17 @@ def test_known_losses_get_their_causes(run_dir: Path) -> None:
     t0, t1 = PARTITION_S[0], PARTITION_S[0] + PARTITION_S[1]
     during = [r for r in rep["rtos"] if t0 < r["t_s"] <= t1]
     assert during, rep["rtos"]  # a 4 s outage makes TCP time out
-    assert all(r["cause"] == "event" for r in during), during
-    # each copy that caused one died at the MAC of the cut link (a segment at sta2 towards sta3, or
-    # an ACK at sta3 towards sta2), the stations 200 m apart
+    # the copy the timer ran out on died at the cut link: at the MAC (a segment at sta2 towards
+    # sta3, or an ACK at sta3 towards sta2, the stations 200 m apart), or in sta2's queue of 5,
+    # full behind a head frame that sta2's MAC retries into the cut (timing decides which)
+    causes = [(r["t_s"], r["cause"], r["station"], r["detail"]) for r in during]
+    assert any(r["cause"] == "event" for r in during), causes
     for r in during:
-        f = next(c for c in r["copies"] if c["cause"] == "event")
-        assert f["layer"] == "mac" and {f["station"], f["next_hop"]} == {2, 3}, r
-        assert round(f["distance_m"]) == 200, r
+        assert r["cause"] == "event" or (r["cause"] == "ifq_overflow" and r["station"] == 2), causes
+        if r["cause"] == "event":
+            f = next(c for c in r["copies"] if c["cause"] == "event")
+            assert f["layer"] == "mac" and {f["station"], f["next_hop"]} == {2, 3}, r
+            assert round(f["distance_m"]) == 200, r
     # before the partition the only losses are the UDP burst's: a timeout then is the queue's
     before_partition = [r for r in rep["rtos"] if r["t_s"] <= t0]
     assert all(r["cause"] in ("ifq_overflow", "delayed") for r in before_partition), before_partition
