@@ -142,7 +142,7 @@ def _ghanem() -> Paper:
 
 
 def _yu() -> Paper:
-    one_flow = {"flows": "1"}
+    one_flow = {"tcp_flows": "1"}
     claims = (
         Claim(
             "epln_bead-throughput",
@@ -188,7 +188,7 @@ def _yu() -> Paper:
             "EPLN+BEAD vs TCP-ELFN routing overhead, 10 flows: up to -71 %",
             "routing_packets",
             "change_pct",
-            {"scheme": "epln_bead", "flows": "10"},
+            {"scheme": "epln_bead", "tcp_flows": "10"},
             -71.0,
             {"scheme": "elfn"},
             "min",
@@ -198,7 +198,7 @@ def _yu() -> Paper:
             "EPLN+BEAD with DSR-Update vs TCP-ELFN routing overhead, 10 flows: up to -62 %",
             "routing_packets",
             "change_pct",
-            {"scheme": "dsr_update", "flows": "10"},
+            {"scheme": "dsr_update", "tcp_flows": "10"},
             -62.0,
             {"scheme": "elfn"},
             "min",
@@ -212,7 +212,7 @@ def _yu() -> Paper:
             metric="throughput_total_bps",
             ylabel="throughput (kbit/s)",
             series=("scheme",),
-            panels=("flows",),
+            panels=("tcp_flows",),
             scale=1e-3,
         ),
         Figure(
@@ -222,7 +222,7 @@ def _yu() -> Paper:
             metric="tcp_timeouts_per_flow",
             ylabel="timeouts per connection",
             series=("scheme",),
-            panels=("flows",),
+            panels=("tcp_flows",),
         ),
         Figure(
             "yu2004-overhead",
@@ -231,7 +231,7 @@ def _yu() -> Paper:
             metric="routing_packets",
             ylabel="routing packets",
             series=("scheme",),
-            panels=("flows",),
+            panels=("tcp_flows",),
         ),
     )
     return Paper("yu2004", "Yu 2004, EPLN, BEAD and DSR-Update over DSR with TCP-ELFN", claims, figs)

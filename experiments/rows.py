@@ -55,6 +55,9 @@ SIGNAL_COLS: Final = (
     "run_cpu_s",
 )
 TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host", "finished_at", "check")
+ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *SIGNAL_COLS, *TAIL_COLS))
+"""The columns every rows file has: no sweep axis may take one of these names (the axis' column
+would shadow it, e.g. an axis ``flows`` and the per-flow column ``flows``)."""
 
 
 class RowsError(Exception):
@@ -178,7 +181,11 @@ def _checked(line: str, ncols: int) -> list[str] | None:
 
 
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
-    return [*BASE_COLS, *axes, *RUN_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+    cols = [*BASE_COLS, *axes, *RUN_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+    twice = sorted({c for c in cols if cols.count(c) > 1})
+    if twice:
+        raise RowsError(f"column {twice[0]!r} twice in a rows header (an axis named like a column)")
+    return cols
 
 
 def encode(record: RunRecord, columns: Sequence[str]) -> str:

@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from experiments.rows import ROW_COLUMNS
 from topologies.yamlfile import render_path, yaml_line_map
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
@@ -141,6 +142,13 @@ class Sweep(BaseModel):
         for axis, bundles in self.variants.items():
             if axis in self.grid:
                 problems.append((("variants", axis), "also a grid axis"))
+            if axis in ROW_COLUMNS:
+                problems.append(
+                    (
+                        ("variants", axis),
+                        f"the name of a rows column (experiments.rows): rename the axis, e.g. n_{axis}",
+                    )
+                )
             if not bundles:
                 problems.append((("variants", axis), "expected at least one labelled bundle"))
             for name, overrides in bundles.items():

@@ -954,7 +954,10 @@ def main(argv: list[str] | None = None, run_fn: RunFunction = subprocess_run) ->
     for o in report.failed:
         print(f"  {o.status}: {_params_text(o.point)}: {o.error}", file=sys.stderr)
     if report.drained:
-        print("drained (SIGUSR1): the runs in flight finished; run the same command again to resume", file=sys.stderr)
+        print(
+            "drained (SIGUSR1): the runs in flight finished; run the same command again to resume",
+            file=sys.stderr,
+        )
     for c in report.comparisons:
         block = ", ".join(f"{k}={v}" for k, v in c.block)
         print(

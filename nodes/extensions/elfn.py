@@ -31,9 +31,10 @@ cores' own, whichever the core emits, never the protocol's name):
   option: AODV's RERR already says enough for ELFN's purpose.
 
 The freeze, the probe every ``probe_interval`` (the agent's thaw timer, ``thaw_seqno`` = the
-notified sequence number) and the thaw on the probe's ACK with ``restore`` are the endpoint
-agent's (``TcpControl.freeze``; docs/fidelity.md "ELFN"). This module decides when, and keeps
-each connection's ELFN state (:class:`ElfnState`) and the freeze/thaw record.
+notified sequence number) and the thaw on the first ACK that arrives while frozen (Algorithm 2's
+``melt()``) with ``restore`` are the endpoint agent's (``TcpControl.freeze``; docs/fidelity.md
+"ELFN"). This module decides when, and keeps each connection's ELFN state (:class:`ElfnState`)
+and the freeze/thaw record.
 """
 
 from __future__ import annotations
@@ -60,8 +61,7 @@ from nodes.protocols.dsr.options import (
     RouteError,
     register_option,
 )
-from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId, TcpAck, TcpSegmentSent
+from nodes.tcpctl.agent import ConnId, HoldMode, TcpAck, TcpDupack, TcpSegmentSent
 from nodes.tcpctl.api import TcpControl
 
 OPT_ELFN = OPT_EXPERIMENTAL_FIRST + 2
@@ -136,7 +136,7 @@ class ElfnState(IntEnum):
 
 TRANSITIONS: dict[ElfnState, frozenset[ElfnState]] = {
     ElfnState.ACTIVE: frozenset({ElfnState.FROZEN}),  # notification -> freeze
-    ElfnState.FROZEN: frozenset({ElfnState.ACTIVE}),  # the probe's ACK -> thaw
+    ElfnState.FROZEN: frozenset({ElfnState.ACTIVE}),  # an ACK arrives -> thaw
 }
 
 
@@ -207,6 +207,7 @@ class Elfn:
             )
         api.on_segment_sent(self._on_segment_sent)
         api.on_ack(self._on_tcp_ack)
+        api.on_dupack(self._on_tcp_ack)
         hooks = ctx.hooks
         hooks.subscribe(LinkFailure, self.on_link_failure)
         hooks.subscribe(RouteDiscoveryStarted, self.on_route_discovery)
@@ -234,10 +235,10 @@ class Elfn:
         del self.events[:-256]
 
     def _sync(self, conn: ConnId, now_ns: int) -> None:
-        """The agent thaws by itself on the probe's ACK; notice it."""
+        """The agent thaws by itself on the first ACK while frozen; notice it."""
         c = self.conns.get(conn)
         if c is not None and c.state == ElfnState.FROZEN and not self.api.is_frozen(conn):
-            self._set(conn, ElfnState.ACTIVE, now_ns, "probe answered")
+            self._set(conn, ElfnState.ACTIVE, now_ns, "ack arrived")
 
     def freeze(self, conn: ConnId, now_ns: int, cause: str, seqno: int | None = None) -> list[Action]:
         """Freeze a local sending connection (no-op if unknown, not sending, or frozen)."""
@@ -253,21 +254,16 @@ class Elfn:
         self._sync(ev.conn, ev.now_ns)
         return []
 
-    def _on_tcp_ack(self, ev: TcpAck) -> list[Action]:
-        conn, ack, now_ns = ev.conn, ev.ack, ev.now_ns
-        # The agent thaws right after this hook on "the ACK for the probe" (an ACK beyond the
-        # probe's sequence number; agent._on_ack): record the thaw at that ACK's time.
-        c = self.api.agent.conns.get(conn)
+    def _on_tcp_ack(self, ev: TcpAck | TcpDupack) -> list[Action]:
+        # The agent thaws right after this hook on the first ACK that arrives while frozen
+        # (Algorithm 2's melt(); agent._on_ack): record the thaw at that ACK's time. An ACK
+        # that is neither new nor a duplicate (a window update) thaws too; _sync notices it.
+        c = self.api.agent.conns.get(ev.conn)
         h = None if c is None else c.hold
-        if (
-            self.state_of(conn) == ElfnState.FROZEN
-            and h is not None
-            and h.probe_seq is not None
-            and P.seq_lt(h.probe_seq, ack)
-        ):
-            self._set(conn, ElfnState.ACTIVE, now_ns, "probe answered")
+        if self.state_of(ev.conn) == ElfnState.FROZEN and h is not None and h.mode == HoldMode.FROZEN:
+            self._set(ev.conn, ElfnState.ACTIVE, ev.now_ns, "ack arrived")
         else:
-            self._sync(conn, now_ns)
+            self._sync(ev.conn, ev.now_ns)
         return []
 
     # ------------------------------------------------------------------ any core

@@ -191,7 +191,6 @@ class Hold:
     lost_pkt: list[int] = field(default_factory=list)  # EPLN Algorithm 2
     since_ns: int = 0
     probes: int = 0
-    probe_seq: int | None = None  # sequence number of the last probe sent
 
 
 @dataclass(slots=True)
@@ -746,17 +745,15 @@ class EndpointAgent:
         h = c.hold
         if h is not None:
             if h.mode == HoldMode.FROZEN:
-                # ELFN: "At 103.695992 s, node 0 receives the ACK for packet 39 [the probe] and
-                # restores". ACKs that were in flight when the sender froze do not thaw it; they
-                # only move thaw_seqno forward. The thawing ACK is forwarded as received.
-                if h.probe_seq is None or not P.seq_lt(h.probe_seq, t.ack):
-                    if (
-                        h.thaw_seqno is not None
-                        and c.snd_una is not None
-                        and P.seq_lt(h.thaw_seqno, c.snd_una)
-                    ):
-                        h.thaw_seqno = c.snd_una
-                    return None
+                # ELFN: the first ACK that arrives while frozen thaws, whatever it acknowledges:
+                # Yu 2004 Algorithm 2 (a packet that is not an ICMP: "else if frozen() then
+                # melt()"; s4.3.5 "When an ACK arrives, TCP restores congestion control
+                # mechanisms"), and s3.1's trace: frozen with the probe at 409, "node 0 receives
+                # the ACK for packet 408, and thus TCP's state is restored". Waiting for an ACK
+                # above the probe instead deadlocks when the receiver misses a segment below it:
+                # the answer to every probe is a duplicate ACK and the kernel's retransmission of
+                # the hole is withheld (a 50-station run frozen from 89 s to the end at 900 s,
+                # 27 Nov 2026). The thawing ACK is forwarded as received.
                 mode = h.restore or "old"
                 lost = list(h.lost_pkt)
                 self.kernel.restore(c.id, mode)
@@ -864,7 +861,6 @@ class EndpointAgent:
             probe = [ToNetwork(self._mark(self._window_probe(c, seq)))]
         if probe:
             c.hold.probes += 1
-            c.hold.probe_seq = seq
             c.stats["probes"] += 1
         return out + probe
 

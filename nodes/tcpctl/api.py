@@ -5,7 +5,7 @@ Every sender behaviour of the papers is a call here (docs/fidelity.md has the fu
 | paper step | call |
 |---|---|
 | ELFN freeze on route failure, probe every 2 s (Yu 2004 s3.1) | ``freeze(conn, now, restore="old")`` |
-| ELFN thaw: old values / default (RTO 6 s, cwnd 2) | automatic on the probe's ACK; ``thaw(conn, now, restore=...)`` |
+| ELFN thaw: old values / default (RTO 6 s, cwnd 2) | automatic on the first ACK while frozen (Yu 2004 Alg. 2); ``thaw(conn, now, restore=...)`` |
 | EPLN Algorithm 2 (ICMP with seqno and pkt_lost) | ``epln_notice(conn, seq, pkt_lost, now)`` |
 | BEAD: the receiver's router resends the highest lost ACK | ``resend_ack(conn)`` (on the receiver's station) |
 | ATCP: 3 dupACKs -> withhold from the 3rd, persist, retransmit, restore cwnd at the exit | ``withhold_dupacks(conn, set(), from_count=3)``, ``hold(conn, now, "quiet", "new_ack")``, ``snapshot(conn)``, ``retransmit(conn, snd_una, now)``, ``restore(conn)`` |

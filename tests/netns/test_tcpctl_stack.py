@@ -33,6 +33,7 @@ T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0
 T_BACK = T_OUT + OUTAGE_S
 PROBE_S = 2.0  # ELFN thaw timer
+ACK_DRAIN_S = 0.3  # after the break, the ACKs between it and the sender have arrived
 
 
 @pytest.fixture(autouse=True)
@@ -196,6 +197,10 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
         r.agent().call("trace", conn=conn)
         r.at(T_OUT)
         t_out = r.link(False)
+        # any ACK that arrives while frozen thaws (Yu 2004 Algorithm 2), also one already on its
+        # way back when the link broke: freeze once those have arrived, well before the kernel's
+        # RTO (>= 0.6 s here)
+        r.at(T_OUT + ACK_DRAIN_S)
         r.agent().call("freeze", conn=conn, restore=restore)
         n0 = r.timeouts_now()
         # the probes go out every 2 s from the freeze: bring the link back between two of them

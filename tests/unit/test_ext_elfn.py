@@ -317,3 +317,33 @@ def test_aodv_route_error_freezes_connections_to_unreachable_destinations() -> N
     assert ext.conns[c5].freezes == [20 * NS_PER_MS]
     hold = agent.conns[c5].hold
     assert hold is not None and hold.thaw_seqno == ISS + 3 * MSS
+
+
+def test_a_duplicate_ack_below_the_probe_thaws_and_is_recorded() -> None:
+    """Algorithm 2's melt() on any ACK: the receiver, missing segment 1, answers the probe (segment
+    3, the one the break met) with a duplicate ACK for 1; that thaws the sender (the 50-station
+    run of 27 Nov 2026 stayed frozen for 810 s waiting for an ACK above the probe)."""
+    net, exts, kerns = dsr_chain(4, [(1, 2), (2, 3), (3, 4)], "old")
+    agent1 = net.nodes[1].runtime.endpoint
+    assert isinstance(agent1, EndpointAgent)
+    for i in (0, 1, 2):
+        net.inject(1, data(i))
+    net.run_until(NS_PER_S)
+    net.inject(4, ack(1))  # 1 and 2 outstanding: the receiver "lost" 1
+    net.run_until(2 * NS_PER_S)
+    net.link_down(2, 3)
+    net.inject(1, data(3))
+    net.run_until(3 * NS_PER_S)
+    ext, c = exts[0], agent1.conns[CONN]
+    assert ext.state_of(CONN) == ElfnState.FROZEN and c.hold is not None
+    assert c.hold.thaw_seqno == ISS + 3 * MSS
+    net.link_up(2, 3)
+    while 3 not in delivered_seqs(net, 4) and net.now_ns < 40 * NS_PER_S:
+        net.run_for(10 * NS_PER_MS)
+    t_dup = net.now_ns
+    net.inject(4, ack(1))  # the probe's answer: still 1
+    net.run_for(NS_PER_S)
+    assert c.hold is None and ext.state_of(CONN) == ElfnState.ACTIVE
+    (t_thaw,) = ext.conns[CONN].thaws
+    assert t_dup < t_thaw < t_dup + 100 * NS_PER_MS and ext.events[-1][3] == "ack arrived"
+    assert ("restore", CONN, "old") in kerns[0].calls

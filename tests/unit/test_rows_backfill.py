@@ -9,8 +9,10 @@ import math
 import threading
 from pathlib import Path
 
+import pytest
+
 from experiments import backfill as bf
-from experiments.rows import RowStore, RunRecord, header
+from experiments.rows import RowsError, RowStore, RunRecord, header
 from testbed.metrics import medium_summary, rts_one_attempt_pct
 
 
@@ -189,3 +191,11 @@ def test_capacity_does_not_back_off_for_a_tcp_fault() -> None:
     lag = dataclasses.replace(rec, invalid_reasons=("router loop lag p99 60 ms > 50 ms",))
     auto.observe(lag, host_busy=0.2)
     assert auto.limit() == start // 2
+
+
+def test_an_axis_named_like_a_column_is_refused_not_shadowed() -> None:
+    # an axis "flows" would be a second "flows" column: reading the row back, the per-flow JSON
+    # took the axis' place (the first yu2004 rows, 27 Nov 2026)
+    with pytest.raises(RowsError, match="'flows' twice"):
+        header(["scheme", "flows"], ["tput"])
+    assert header(["scheme", "tcp_flows"], ["tput"]).count("flows") == 1

@@ -194,6 +194,11 @@ def test_point_ids_are_stable_and_distinct() -> None:
             "not one of",
         ),
         ("scenario: s\nseeds: [1]\n", "experiment", "required field missing"),
+        (  # the axis' column would shadow the rows file's per-flow column of the same name
+            "experiment: x\nscenario: s\nseeds: [1]\nvariants:\n  flows:\n    one: {a.b: 1}\n",
+            "variants.flows",
+            "the name of a rows column",
+        ),
     ],
 )
 def test_bad_sweep_files_name_file_field_and_reason(text: str, field: str, reason: str) -> None:
@@ -571,7 +576,9 @@ def test_drain_lets_the_running_runs_finish_and_starts_no_more(tmp_path: Path) -
 
     try:
         fake = FakeRun(on_call=in_flight)
-        report = sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake, parallel=2, start_gap_s=0)
+        report = sw.run_points(
+            sweep, points, out_root=tmp_path, data_dir=data, run_fn=fake, parallel=2, start_gap_s=0
+        )
     finally:
         sw.DRAIN.clear()
     assert report.drained and not report.interrupted

@@ -247,21 +247,43 @@ def test_elfn_freeze_probe_thaw_old(agent: EndpointAgent, kern: FakeKernel) -> N
     assert acts[1] == SetTimer(ThawTimer(CID), t0 + 2 * NS_PER_S)
     # frozen: the kernel's retransmission is withheld
     assert kinds(agent.on_outbound(data(0), t0 + 1)) == ["Drop"]
-    # an ACK that was in flight does not thaw; it moves thaw_seqno and is delivered with window 0
-    (late,) = agent.on_inbound(ack(1), t0 + 2)
-    assert P.parse_tcp(late.packet).window == 0  # type: ignore[union-attr]
-    assert kern.calls == [("snapshot", CID)]
-    # every 2 s: the probe is the copy of thaw_seqno's segment
+    # every 2 s: the probe is the copy of thaw_seqno's segment (snd_una by default)
     probe = agent.on_timer(ThawTimer(CID), t0 + 2 * NS_PER_S)
-    assert probe[0] == SetTimer(ThawTimer(CID), t0 + 4 * NS_PER_S) and is_copy_of(probe[1], 1)
+    assert probe[0] == SetTimer(ThawTimer(CID), t0 + 4 * NS_PER_S) and is_copy_of(probe[1], 0)
     probe2 = agent.on_timer(ThawTimer(CID), t0 + 4 * NS_PER_S)
-    assert is_copy_of(probe2[1], 1)
-    # the probe's ACK thaws: restore, forward unmodified, stop the thaw timer
+    assert is_copy_of(probe2[1], 0)
+    assert kern.calls == [("snapshot", CID)]
+    # an ACK thaws: restore, forward unmodified, stop the thaw timer
     out = agent.on_inbound(ack(2), t0 + 4 * NS_PER_S + 5 * NS_PER_MS)
     assert kern.calls[-1] == ("restore", CID, "old")
     assert out == [CancelTimer(ThawTimer(CID)), ToKernel(ack(2))]
     assert agent.conns[CID].hold is None
     assert agent.conns[CID].stats["probes"] == 2
+
+
+def test_elfn_an_ack_in_flight_thaws_before_any_probe(agent: EndpointAgent, kern: FakeKernel) -> None:
+    """Yu 2004 s3.1: frozen with the probe at 409, "node 0 receives the ACK for packet 408, and
+    thus TCP's state is restored" (Algorithm 2: any ACK while frozen, melt())."""
+    agent.freeze(CID, 0, restore="old", thaw_seqno=ISS + 2 * MSS)
+    out = agent.on_inbound(ack(1), 30 * NS_PER_MS)  # below the probe, sent before the freeze
+    assert kern.calls[-1] == ("restore", CID, "old")
+    assert out == [CancelTimer(ThawTimer(CID)), ToKernel(ack(1))]
+    assert agent.conns[CID].hold is None and agent.conns[CID].stats["probes"] == 0
+
+
+def test_elfn_a_duplicate_ack_answering_the_probe_thaws(agent: EndpointAgent, kern: FakeKernel) -> None:
+    """The receiver misses segment 1 (lost before the break), the break met segment 3: the probe
+    is segment 3 and its answer a duplicate ACK for 1. It thaws, and the kernel then repairs the
+    hole; an ACK above the probe would never come while the kernel's resends are withheld."""
+    agent.on_inbound(ack(1), 1)
+    agent.freeze(CID, 2, restore="old", thaw_seqno=ISS + 3 * MSS)
+    assert kinds(agent.on_outbound(data(1), 3)) == ["Drop"]  # the kernel's resend of the hole
+    probe = agent.on_timer(ThawTimer(CID), 2 * NS_PER_S)
+    assert is_copy_of(probe[1], 3)
+    out = agent.on_inbound(ack(1), 2 * NS_PER_S + 40 * NS_PER_MS)  # the probe's answer: dupACK
+    assert kern.calls[-1] == ("restore", CID, "old")
+    assert kinds(out) == ["CancelTimer", "ToKernel"] and agent.conns[CID].hold is None
+    assert kinds(agent.on_outbound(data(1), 2 * NS_PER_S + 41 * NS_PER_MS)) == ["ToNetwork"]
 
 
 def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
