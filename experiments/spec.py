@@ -142,13 +142,6 @@ class Sweep(BaseModel):
         for axis, bundles in self.variants.items():
             if axis in self.grid:
                 problems.append((("variants", axis), "also a grid axis"))
-            if axis in ROW_COLUMNS:
-                problems.append(
-                    (
-                        ("variants", axis),
-                        f"the name of a rows column (experiments.rows): rename the axis, e.g. n_{axis}",
-                    )
-                )
             if not bundles:
                 problems.append((("variants", axis), "expected at least one labelled bundle"))
             for name, overrides in bundles.items():
@@ -157,6 +150,15 @@ class Sweep(BaseModel):
                         where = "grid" if path in self.grid else "set"
                         problems.append((("variants", axis, name, path), f"also in {where}"))
         axes = self.axes()
+        for axis in axes:
+            if axis in ROW_COLUMNS:  # a grid path too: duration_s is a scenario field and a column
+                where = "grid" if axis in self.grid else "variants"
+                problems.append(
+                    (
+                        (where, axis),
+                        f"the name of a rows column (experiments.rows): rename the axis, e.g. n_{axis}",
+                    )
+                )
         if isinstance(self.seeds, SequentialSeeds):
             problems.extend(self._check_sequential(self.seeds, axes))
         for i, ex in enumerate(self.exclude):

@@ -61,7 +61,7 @@ from nodes.protocols.dsr.options import (
     RouteError,
     register_option,
 )
-from nodes.tcpctl.agent import ConnId, HoldMode, TcpAck, TcpDupack, TcpSegmentSent
+from nodes.tcpctl.agent import ConnId, TcpAck, TcpDupack, TcpSegmentSent
 from nodes.tcpctl.api import TcpControl
 
 OPT_ELFN = OPT_EXPERIMENTAL_FIRST + 2
@@ -255,15 +255,11 @@ class Elfn:
         return []
 
     def _on_tcp_ack(self, ev: TcpAck | TcpDupack) -> list[Action]:
-        # The agent thaws right after this hook on the first ACK that arrives while frozen
-        # (Algorithm 2's melt(); agent._on_ack): record the thaw at that ACK's time. An ACK
+        # Any ACK while frozen thaws: the agent right after this hook (Algorithm 2's melt();
+        # agent._on_ack), or already (_sync's case). Record the thaw at this ACK's time. An ACK
         # that is neither new nor a duplicate (a window update) thaws too; _sync notices it.
-        c = self.api.agent.conns.get(ev.conn)
-        h = None if c is None else c.hold
-        if self.state_of(ev.conn) == ElfnState.FROZEN and h is not None and h.mode == HoldMode.FROZEN:
+        if self.state_of(ev.conn) == ElfnState.FROZEN:
             self._set(ev.conn, ElfnState.ACTIVE, ev.now_ns, "ack arrived")
-        else:
-            self._sync(ev.conn, ev.now_ns)
         return []
 
     # ------------------------------------------------------------------ any core

@@ -199,6 +199,11 @@ def test_point_ids_are_stable_and_distinct() -> None:
             "variants.flows",
             "the name of a rows column",
         ),
+        (
+            "experiment: x\nscenario: s\nseeds: [1]\ngrid:\n  duration_s: [10, 20]\n",
+            "grid.duration_s",
+            "the name of a rows column",
+        ),
     ],
 )
 def test_bad_sweep_files_name_file_field_and_reason(text: str, field: str, reason: str) -> None:
