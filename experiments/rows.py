@@ -31,7 +31,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -434,31 +434,60 @@ class RowStore:
             self._rewrite(out)
             return new
 
-    def fill(self, values: Mapping[str, Mapping[str, float]]) -> int:
-        """Set empty metric cells from ``values`` (run id -> metric -> value) in the rows of those
-        runs; a cell that has a value is never changed, a NaN value is not written. Returns the
-        number of cells filled. The rows' checks are recomputed; other rows are kept byte for byte."""
+    def _edit(self, edit: Callable[[list[str], list[str]], int]) -> int:
+        """Rewrite well-formed rows under the lock: ``edit(columns, values)`` changes the row's
+        values (all but ``check``) in place and returns how many changes it made; a changed row
+        gets its check recomputed, the others (and cut or altered rows) are kept byte for byte.
+        Returns the total of the changes; the file is rewritten only if there were any."""
         with self._locked():
             cols = self.columns()
             if cols is None or "run_id" not in cols:
                 return 0
-            run_col = cols.index("run_id")
             lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
             out = lines[:1]
-            filled = 0
+            total = 0
             for line in lines[1:]:
                 fields = _checked(line, len(cols))
-                new = values.get(fields[run_col]) if fields is not None else None
-                if fields is None or not new:
-                    out.append(line)
-                    continue
-                vals = list(fields[:-1])
-                for i, col in enumerate(cols[:-1]):
-                    x = new.get(col)
-                    if vals[i] == "" and x is not None and not math.isnan(x):
-                        vals[i] = fmt_num(x)
-                        filled += 1
-                out.append(_csv_line([*vals, _check(vals)]) if vals != fields[:-1] else line)
-            if filled:
+                vals = list(fields[:-1]) if fields is not None else []
+                n = edit(cols, vals) if fields is not None else 0
+                out.append(_csv_line([*vals, _check(vals)]) if n else line)
+                total += n
+            if total:
                 self._rewrite(out)
+            return total
+
+    def fill(self, values: Mapping[str, Mapping[str, float]]) -> int:
+        """Set empty metric cells from ``values`` (run id -> metric -> value) in the rows of those
+        runs; a cell that has a value is never changed, a NaN value is not written. Returns the
+        number of cells filled. The rows' checks are recomputed; other rows are kept byte for byte."""
+
+        def fill_row(cols: list[str], vals: list[str]) -> int:
+            new = values.get(vals[cols.index("run_id")], {})
+            filled = 0
+            for i, col in enumerate(cols[:-1]):
+                x = new.get(col)
+                if vals[i] == "" and x is not None and not math.isnan(x):
+                    vals[i] = fmt_num(x)
+                    filled += 1
             return filled
+
+        return self._edit(fill_row)
+
+    def invalidate(self, run_ids: Sequence[str], reason: str) -> int:
+        """Mark the valid rows of ``run_ids`` invalid with ``reason`` (a fault found after the runs:
+        the rows stay, as every run paid for does, and the sweep runs their points again). The
+        rows' checks are recomputed; other rows are kept byte for byte. Returns the number of rows
+        changed."""
+        if not reason or "; " in reason or "\n" in reason:
+            raise RowsError(f"{self.path}: an invalid reason must be one line without '; ': {reason!r}")
+        wanted = set(run_ids)
+
+        def mark(cols: list[str], vals: list[str]) -> int:
+            valid_col, why_col = cols.index("valid"), cols.index("invalid_reasons")
+            if vals[cols.index("run_id")] not in wanted or vals[valid_col] != "true":
+                return 0
+            vals[valid_col] = "false"
+            vals[why_col] = "; ".join(r for r in (vals[why_col], reason) if r)
+            return 1
+
+        return self._edit(mark)

@@ -189,6 +189,7 @@ class Hold:
     restore: Restore | None = None  # FROZEN: what thaw restores
     thaw_seqno: int | None = None
     lost_pkt: list[int] = field(default_factory=list)  # EPLN Algorithm 2
+    deferred: list[int] = field(default_factory=list)  # FROZEN: new data the kernel sent, sent at the thaw
     since_ns: int = 0
     probes: int = 0
 
@@ -305,6 +306,7 @@ class Conn:
                 "dupacks_added",
                 "window_rewrites",
                 "withheld_out",
+                "deferred_sent",
                 "copies_evicted",
             ),
             0,
@@ -362,6 +364,11 @@ class EndpointAgent:
                     c.stats["copies_evicted"] += 1
             if c.hold is not None and c.hold.mode in (HoldMode.FROZEN, HoldMode.QUIET):
                 c.stats["withheld_out"] += 1
+                if c.hold.mode == HoldMode.FROZEN and not retrans and t.seq not in c.hold.deferred:
+                    # ELFN's frozen TCP "does not send any packet" (Yu 2004 s3.1) and sends it
+                    # after melt(); the kernel, which saw the zero window only after it sent this
+                    # one, believes it is out: the thaw sends the copy (``_send_deferred``).
+                    c.hold.deferred.append(t.seq)
                 return [Drop(packet, "tcpctl_withheld")]
         elif (
             c.hold is not None
@@ -503,10 +510,10 @@ class EndpointAgent:
         if c.hold is None or c.hold.mode != HoldMode.FROZEN:
             return []
         mode = restore or c.hold.restore or "old"
-        lost = list(c.hold.lost_pkt)
+        lost, deferred = list(c.hold.lost_pkt), list(c.hold.deferred)
         self.kernel.restore(cid, mode)
         acts = self.release(cid, now_ns)
-        return acts + self._retransmit_lost(c, lost, now_ns)
+        return acts + self._retransmit_lost(c, lost, now_ns) + self._send_deferred(c, deferred, lost, now_ns)
 
     def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = True) -> list[Action]:
         """Send the agent's copy of the segment starting at ``seq`` (or containing it).
@@ -755,7 +762,7 @@ class EndpointAgent:
                 # the hole is withheld (a 50-station run frozen from 89 s to the end at 900 s,
                 # 27 Nov 2026). The thawing ACK is forwarded as received.
                 mode = h.restore or "old"
-                lost = list(h.lost_pkt)
+                lost, deferred = list(h.lost_pkt), list(h.deferred)
                 self.kernel.restore(c.id, mode)
                 c.hold = None
                 out.append(CancelTimer(ThawTimer(c.id)))
@@ -764,6 +771,7 @@ class EndpointAgent:
                     self._to_kernel(c, self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns))
                 )
                 out += self._retransmit_lost(c, lost, now_ns)
+                out += self._send_deferred(c, deferred, lost, now_ns)
                 return _DONE
             answered = h.mode != HoldMode.PERSIST or self.answers_probe(h)
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
@@ -840,6 +848,26 @@ class EndpointAgent:
         for s in lost:
             if c.snd_una is None or P.seq_le(c.snd_una, s):
                 out += self.retransmit(c.id, s, now_ns)
+        return out
+
+    def _send_deferred(self, c: Conn, deferred: list[int], resent: list[int], now_ns: int) -> list[Action]:
+        """At the thaw, send the new data the kernel sent while frozen (withheld, in order).
+
+        In the paper's TCP a frozen sender sends nothing and, once melted, sends its window from
+        where it stopped (Yu 2004 s3.1: after the restore "TCP sends the packets 41 and 42").
+        The kernel learns of the freeze from a zero-window ACK and may send before it has read
+        it; without this the withheld segment is missing at the receiver and costs a
+        retransmission timeout (Yu 2004 runs: 5 of 8 RTOs of an EPLN run, 27 Nov 2026).
+        Retransmissions the kernel made while frozen are not sent: the frozen timer is off."""
+        out: list[Action] = []
+        for s in sorted(deferred, key=lambda q: (q - (c.snd_una or 0)) & 0xFFFFFFFF):
+            if s in resent:
+                continue
+            acts = self.retransmit(c.id, s, now_ns)
+            if acts:
+                c.stats["agent_rexmt"] -= 1
+                c.stats["deferred_sent"] += 1
+            out += acts
         return out
 
     def _probe(self, c: Conn, now_ns: int) -> list[Action]:

@@ -210,8 +210,10 @@ def test_elfn_over_dsr_link_breaks_mid_flow(tmp_path: Path) -> None:
     assert probes_frozen is not None and probes_frozen >= (t_back - t_freeze) // PROBE_S - 1, r.extra
     assert t_thaw is not None and t_thaw - t_back < 8.0, r.extra  # thawed after the repair
     assert r.extra["progress_after_thaw"] > 0, r.extra  # and the flow goes on
-    # the thaw restored the values at the freeze in the kernel (BPF: cwnd, then the RTO)
-    assert k["cmd_done"] == 2, r.extra
+    # the thaw restored the values at the freeze in the kernel (BPF: cwnd, then the RTO). One
+    # snapshot and one restore per freeze: an ACK in flight at the break may thaw the first
+    # freeze at once (Yu 2004 Algorithm 2), and the next segment meeting the break freezes again
+    assert k["cmd_done"] >= 2 and k["cmd_done"] % 2 == 0, r.extra
     assert k["applied_cwnd"] == k["frz_cwnd"] > 2, r.extra
     assert k["post_cwnd"] >= k["frz_cwnd"], r.extra
     assert k["post_rto_us"] <= 2 * k["frz_rto_us"] + 200_000, r.extra  # the estimator was kept

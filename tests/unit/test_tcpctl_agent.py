@@ -286,6 +286,38 @@ def test_elfn_a_duplicate_ack_answering_the_probe_thaws(agent: EndpointAgent, ke
     assert kinds(agent.on_outbound(data(1), 2 * NS_PER_S + 41 * NS_PER_MS)) == ["ToNetwork"]
 
 
+def test_elfn_new_data_sent_while_frozen_goes_out_at_the_thaw(agent: EndpointAgent, kern: FakeKernel) -> None:
+    """The kernel sent segments 5 and 6 before it read the freeze's zero-window ACK: withheld
+    while frozen (the paper's frozen TCP sends nothing), sent in order right after the thawing
+    ACK, as the melted TCP sends from where it stopped (Yu 2004 s3.1). Without it the receiver
+    never gets them and the kernel times out. The kernel's retransmission of segment 2 made
+    while frozen is not sent (the frozen timer is off), nor is a deferred segment acknowledged
+    meanwhile."""
+    agent.freeze(CID, 0, restore="old")
+    assert kinds(agent.on_outbound(data(5), 1)) == ["Drop"]
+    assert kinds(agent.on_outbound(data(6), 2)) == ["Drop"]
+    assert kinds(agent.on_outbound(data(2), 3)) == ["Drop"]  # a retransmission
+    out = agent.on_inbound(ack(2), 30 * NS_PER_MS)
+    assert kern.calls[-1] == ("restore", CID, "old")
+    assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork", "ToNetwork"]
+    assert is_copy_of(out[2], 5) and is_copy_of(out[3], 6)
+    c = agent.conns[CID]
+    assert c.stats["deferred_sent"] == 2 and c.stats["agent_rexmt"] == 0
+    # a later freeze starts with nothing deferred; API thaw sends what is left unacked
+    agent.freeze(CID, NS_PER_S)
+    agent.on_outbound(data(7), NS_PER_S + 1)
+    agent.on_outbound(data(8), NS_PER_S + 2)
+    agent.on_inbound(ack(8, window=0), NS_PER_S + 3)  # ... which thaws; 7 is acknowledged
+    assert c.hold is None and c.stats["deferred_sent"] == 3
+
+
+def test_elfn_api_thaw_sends_the_deferred_data(agent: EndpointAgent) -> None:
+    agent.freeze(CID, 0)
+    agent.on_outbound(data(5), 1)
+    out = agent.thaw(CID, 2)
+    assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork"] and is_copy_of(out[2], 5)
+
+
 def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
     agent.freeze(CID, 0, restore="default")
     agent.on_timer(ThawTimer(CID), 2 * NS_PER_S)
