@@ -59,6 +59,7 @@ CAUSES = (
     "routing_drop",
     "hop_loss",
     "delayed",
+    "paws",
     "unknown",
 )
 """Cause categories of a timeout (docs/explain.md):
@@ -75,6 +76,9 @@ CAUSES = (
 - ``hop_loss``: the scenario's per-hop loss above the MAC discarded it (``routing.hop_loss``,
   nodes/core/hoploss.py: Cohen & Levin's per-hop loss rate);
 - ``delayed``: the segment or its ACK was not lost but arrived after the RTO (a spurious RTO);
+- ``paws``: the segment arrived but the receiver discarded it as an old duplicate (RFC 7323
+  section 5.3, PAWS): a copy of data below it, sent later, arrived first and moved the receiver's
+  TS.Recent past the segment's TSval (R3: any segment at or below Last.ACK.sent updates it);
 - ``unknown``: the trace does not say.
 """
 
@@ -111,6 +115,10 @@ RACE_NS = 20_000_000
 """An ACK that reached the sender's kernel this little before the RTO's retransmission left came
 as the timer expired (the kernel's timer runs on jiffies, and writes the retransmission to the TUN
 a few ms after expiry): a spurious RTO of an ACK delayed to the last moment."""
+PAWS_TICK_NS = 2_000_000
+"""Linux's TSval clock ticks in ms, and PAWS discards a segment whose TSval is more than
+TCP_PAWS_WINDOW (1 tick) below TS.Recent: a copy sent this much later carries a TSval at least
+2 ticks newer."""
 MEDIUM_JOIN_NS = 50_000_000
 """A medium failure record matches a router's TX_FAIL of the same packet within this time."""
 FOLLOW_NS = 120_000_000_000
@@ -458,8 +466,26 @@ def _describe(f: Fate) -> str:
     return s
 
 
-def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Explanation:
-    """The cause of one RTO (sans-I/O)."""
+def paws_discard(idx: TraceIndex, conn: Conn, seg: Fate, reasons: dict[int, list[str]]) -> Fate | None:
+    """The copy that made the receiver discard the delivered segment ``seg`` by PAWS (RFC 7323
+    s5.3), or None: a copy of data entirely below ``seg`` (the receiver had it: it updates
+    TS.Recent, rule R3), sent at least ``PAWS_TICK_NS`` after ``seg`` (a newer TSval) and
+    delivered before it."""
+    assert seg.delivered_ns is not None
+    for r in idx.orig.get(conn, []):
+        if r.t_ns > seg.delivered_ns:
+            break
+        if r.t_ns < seg.sent_ns + PAWS_TICK_NS or _seq_end(r) == r.seq or _seq_before(_seq_end(r), seg.seq) > 0:
+            continue
+        f = follow(idx, r, "data", reasons)
+        if f.delivered_ns is not None and f.delivered_ns < seg.delivered_ns:
+            return f
+    return None
+
+
+def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timestamps: bool = True) -> Explanation:
+    """The cause of one RTO (sans-I/O). ``timestamps``: the connection uses TCP timestamps (RFC
+    7323), so its receiver applies PAWS."""
     t_s = rto.t_hi_ns / 1e9
     conn = rto.conn
     orig = idx.orig.get(conn, [])
@@ -523,6 +549,19 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]]) -> Exp
     acks = [
         r for r in idx.orig.get(conn.reverse(), []) if last.delivered_ns <= r.t_ns <= t_rto and r.ack > seq
     ]
+    newer = paws_discard(idx, conn, last, reasons) if timestamps and not acks else None
+    if newer is not None:
+        assert newer.delivered_ns is not None and last.delivered_ns is not None
+        return result(
+            "paws",
+            "data",
+            station_of(conn.dst),
+            f"segment delivered at {last.delivered_ns / 1e9:.3f} s and discarded by PAWS: a copy of seq "
+            f"{newer.seq} sent {(newer.sent_ns - last.sent_ns) / 1e6:.0f} ms after it arrived first "
+            f"({newer.delivered_ns / 1e9:.3f} s) and set the receiver's TS.Recent",
+            seq,
+            [*fates, newer],
+        )
     if not acks:
         return result(
             "unknown",
@@ -578,12 +617,14 @@ def explain_rtos(
     reasons: dict[int, list[str]],
     link_events: Sequence[LinkEvent] = (),
     tcp_keys: bool = False,
+    timestamps: bool = True,
 ) -> list[Explanation]:
     """Explain every RTO (sans-I/O): ``records`` of all routers, the medium's failures,
     ``reasons``: each station's drop reason names by code, ``link_events``: scripted set_link,
-    ``tcp_keys``: packets keyed by TCP identity (an extension rewrote IP IDs: ``Needs.rewrites_ip_id``)."""
+    ``tcp_keys``: packets keyed by TCP identity (an extension rewrote IP IDs: ``Needs.rewrites_ip_id``),
+    ``timestamps``: the run's TCP used timestamps (scenario ``tcp.timestamps``, PAWS)."""
     idx = TraceIndex(records, medium, link_events, tcp_keys)
-    return [explain_rto(idx, r, reasons) for r in rtos]
+    return [explain_rto(idx, r, reasons, timestamps) for r in rtos]
 
 
 def losses_by_cause(
@@ -642,6 +683,7 @@ class RunData:
     range_m: float | None
     link_events: list[LinkEvent] = field(default_factory=list)
     tcp_keys: bool = False  # an extension rewrote IP IDs (``Needs.rewrites_ip_id``)
+    timestamps: bool = True  # scenario tcp.timestamps (Linux's default): receivers apply PAWS
 
 
 def _read_json(p: Path, what: str) -> Any:
@@ -721,6 +763,7 @@ def load_run(run_dir: str | Path) -> RunData:
         _range_m(scenario),
         _link_events(scenario),
         _rewrites_ip_id(scenario),
+        bool((scenario.get("tcp") or {}).get("timestamps", True)),
     )
 
 
@@ -790,7 +833,9 @@ def report(data: RunData, expl: Sequence[Explanation]) -> dict[str, Any]:
 
 def analyze(run_dir: str | Path) -> tuple[RunData, list[Explanation], dict[str, Any]]:
     data = load_run(run_dir)
-    expl = explain_rtos(data.records, data.medium, data.rtos, data.reasons, data.link_events, data.tcp_keys)
+    expl = explain_rtos(
+        data.records, data.medium, data.rtos, data.reasons, data.link_events, data.tcp_keys, data.timestamps
+    )
     return data, expl, report(data, expl)
 
 

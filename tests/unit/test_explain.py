@@ -234,6 +234,36 @@ def test_ack_arriving_as_the_timer_expires_or_later_is_a_spurious_rto() -> None:
     assert e.cause == "unknown"  # an ACK long before the RTO: not what the trace can explain
 
 
+def paws_case(dup_delivered_ms: float) -> list[TraceRecord]:
+    """seq 0 delivered at 60 ms; seq 1000 (sent at 100 ms) delivered at 300 ms and answered with a
+    duplicate ACK; a copy of seq 0 sent at 150 ms, delivered at ``dup_delivered_ms``."""
+    dup = {"ack": True, "ip_id": 5, "seq": 1, "ackno": SEQ}
+    return [
+        rec(1, 50, EV_ORIG, ip_id=99, seq=0),
+        rec(3, 60, EV_DELIVER, ip_id=99, seq=0),
+        *first_copy(),
+        rec(1, 150, EV_ORIG, ip_id=50, seq=0),
+        rec(3, dup_delivered_ms, EV_DELIVER, ip_id=50, seq=0),
+        rec(3, 300, EV_DELIVER),
+        rec(3, 300.2, EV_ORIG, **dup),
+        RETX,
+    ]
+
+
+def test_a_segment_discarded_by_paws_after_a_later_copy_of_older_data() -> None:
+    """RFC 7323 s5.3: the copy of seq 0 sent 50 ms after seq 1000 arrives first and, being at or
+    below Last.ACK.sent, moves TS.Recent past seq 1000's TSval: seq 1000 arrives and is discarded
+    (the receiver answers with a duplicate ACK), and the sender times out."""
+    [e] = explain_rtos(paws_case(200), [], [RTO], {})
+    assert (e.cause, e.direction, e.station) == ("paws", "data", 3), e
+    assert "sent 50 ms after it arrived first (0.200 s)" in e.detail
+    # the later copy arriving after the segment cannot have discarded it; nor without timestamps
+    [e] = explain_rtos(paws_case(350), [], [RTO], {})
+    assert e.cause == "unknown" and "sent no ACK" in e.detail
+    [e] = explain_rtos(paws_case(200), [], [RTO], {}, timestamps=False)
+    assert e.cause == "unknown"
+
+
 def test_the_rto_retransmission_is_the_lowest_sequence_resent() -> None:
     probe = rec(1, 380, EV_ORIG, ip_id=6, seq=0)  # a tail-loss-probe-like re-send of an earlier seq
     recs = [
