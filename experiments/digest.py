@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -22,6 +22,7 @@ from typing import Any, Final
 import pandas as pd
 
 from experiments.multihop_report import markdown
+from experiments.rows import DATA_DIR, RowStore
 from experiments.rundirs import read_json, valid_runs
 from experiments.spec import label
 
@@ -92,10 +93,11 @@ def run_digest(
     )
 
 
-def load_digests(exp_dir: Path) -> list[RunDigest]:
-    """The digests of the valid, complete runs under ``exp_dir`` (the latest run per point)."""
+def load_digests(exp_dir: Path, invalid: Collection[str] = ()) -> list[RunDigest]:
+    """The digests of the valid, complete runs under ``exp_dir`` (the latest run per point), but
+    not the runs ``invalid`` names (rows marked invalid in git after the run)."""
     out: list[RunDigest] = []
-    for run_dir, summary, point in valid_runs(exp_dir):
+    for run_dir, summary, point in valid_runs(exp_dir, invalid):
         rep = read_json(run_dir / "explain.json")
         if isinstance(rep, dict) and isinstance(rep.get("by_cause"), dict):
             # explain.json is rewritten by ``python -m testbed.explain RUN`` (newer causes)
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.digest", description=__doc__.split("\n\n")[0])
     ap.add_argument("experiment")
     ap.add_argument("--out", default="results", help="results root (default results)")
+    ap.add_argument("--data", default=str(DATA_DIR), help="rows in git: their invalid runs are skipped")
     ap.add_argument("--by", nargs="*", default=None, help="axes to group on (default: all)")
     ap.add_argument("--md", default=None, help="write the table as Markdown to this file")
     args = ap.parse_args(argv)
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if not exp_dir.is_dir():
         print(f"error: {exp_dir}: no such folder (the run directories of this host)", file=sys.stderr)
         return 2
-    digests = load_digests(exp_dir)
+    digests = load_digests(exp_dir, RowStore(args.experiment, args.data).invalid_run_ids())
     if not digests:
         print(f"error: {exp_dir}: no valid complete run", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.stats import ks_2samp, wilcoxon
 
 from experiments.multihop_report import markdown
+from experiments.rows import DATA_DIR, RowStore
 from experiments.rundirs import valid_runs
 from experiments.spec import label
 from experiments.stats import fieller
@@ -89,10 +90,11 @@ def compare_prefix(pairs: Sequence[RunPair], by: Sequence[str] | None = None) ->
     return pd.DataFrame(out)
 
 
-def load_pairs(exp_dir: Path, at_s: float) -> list[RunPair]:
-    """The valid complete runs under ``exp_dir`` whose TCP flows all have per-second records."""
+def load_pairs(exp_dir: Path, at_s: float, invalid: Collection[str] = ()) -> list[RunPair]:
+    """The valid complete runs under ``exp_dir`` whose TCP flows all have per-second records (not
+    the runs ``invalid`` names: rows marked invalid in git after the run)."""
     out: list[RunPair] = []
-    for run_dir, summary, point in valid_runs(exp_dir):
+    for run_dir, summary, point in valid_runs(exp_dir, invalid):
         flows = [f for f in summary.get("flows") or [] if f.get("proto", "tcp") == "tcp"]
         full = prefix = 0.0
         ok = bool(flows)
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "--at", type=float, required=True, help="the shorter run's length, s (from the flows' start)"
     )
     ap.add_argument("--out", default="results", help="results root (default results)")
+    ap.add_argument("--data", default=str(DATA_DIR), help="rows in git: their invalid runs are skipped")
     ap.add_argument("--by", nargs="*", default=None, help="axes to group on (default: all)")
     ap.add_argument("--md", default=None, help="write the table as Markdown to this file")
     args = ap.parse_args(argv)
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if not exp_dir.is_dir():
         print(f"error: {exp_dir}: no such folder (the run directories of this host)", file=sys.stderr)
         return 2
-    pairs = load_pairs(exp_dir, args.at)
+    pairs = load_pairs(exp_dir, args.at, RowStore(args.experiment, args.data).invalid_run_ids())
     if not pairs:
         print(
             f"error: {exp_dir}: no valid run whose flows last {args.at:g} s with per-second records",

@@ -473,6 +473,13 @@ class RowStore:
 
         return self._edit(fill_row)
 
+    def invalid_run_ids(self) -> frozenset[str]:
+        """The run ids of the file's invalid rows (none if there is no file): runs whose folders an
+        analysis of run directories must skip (``experiments.rundirs.valid_runs``)."""
+        if self.columns() is None:
+            return frozenset()
+        return frozenset(r.run_id for r in self.load().invalid())
+
     def invalidate(self, run_ids: Sequence[str], reason: str) -> int:
         """Mark the valid rows of ``run_ids`` invalid with ``reason`` (a fault found after the runs:
         the rows stay, as every run paid for does, and the sweep runs their points again). The

@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -141,12 +141,17 @@ class SweepIndex:
         return p if p.is_absolute() else self.exp_dir / p
 
 
-def valid_runs(exp_dir: Path) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+def valid_runs(
+    exp_dir: Path, invalid: Collection[str] = ()
+) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
     """(run directory, summary, point) of the newest complete and valid run of each point found on
     disk: the runs an analysis of this host's run directories may use (experiments.digest,
-    experiments.prefix)."""
+    experiments.prefix). ``invalid``: run ids marked invalid after the fact (their rows in git,
+    ``experiments.invalidate``), whose folders still say valid."""
     for dirs in find_runs(exp_dir).values():
         for run_dir in reversed(dirs):
+            if run_dir.name in invalid:
+                continue
             summary, point = read_summary(run_dir), read_point(run_dir)
             if summary is not None and point is not None and summary.get("complete") and summary.get("valid"):
                 yield run_dir, summary, point

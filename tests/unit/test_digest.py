@@ -59,6 +59,8 @@ def test_per_point_means_over_valid_runs_only(tmp_path: Path) -> None:
     _write_run(tmp_path, "c", {**POINT, "seed": 5, "point_id": "p3"}, _summary(valid=False))
     digests = load_digests(tmp_path)
     assert sorted(d.seed for d in digests) == [3, 4]  # the invalid run is not explained
+    # nor one whose row in git was marked invalid after the run (its folder still says valid)
+    assert [d.seed for d in load_digests(tmp_path, invalid={"a"})] == [4]
     t = per_point(digests)
     assert list(t["runs"]) == [2] and list(t["rto"]) == [4.0]
     # a cause one run never had counts as 0 there, not as missing

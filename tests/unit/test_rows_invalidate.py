@@ -54,6 +54,8 @@ def test_invalidate_marks_named_valid_rows_and_keeps_the_others(tmp_path: Path) 
     assert not recs["r1"].valid and recs["r1"].invalid_reasons == ("agent before the fix",)
     assert recs["r1"].metrics["tput"] == 6.0 and recs["r2"].valid
     assert recs["r3"].invalid_reasons == ("lag 300 ms",)
+    assert store.invalid_run_ids() == {"r1", "r3"}
+    assert RowStore("absent", tmp_path).invalid_run_ids() == frozenset()
     with pytest.raises(RowsError, match="one line"):
         store.invalidate(["r2"], "a; b")
 
