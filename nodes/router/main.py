@@ -53,6 +53,7 @@ from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
 from topologies.seeding import station_rng
 
 if TYPE_CHECKING:
+    from nodes.tcpctl.api import TcpControl
     from nodes.tcpctl.station import ControlServer
 
 EXIT_OK = 0
@@ -133,6 +134,7 @@ class Router:
         self.protocol: RoutingProtocol | None = None
         self.extensions: list[object] = []
         self.tcpctl_control: ControlServer | None = None  # nodes.tcpctl.station, when configured
+        self.tcpctl_api: TcpControl | None = None  # its API (the endpoint agent), when configured
         self.rt: NodeRuntime | None = None
         self.loop: EpollLoop | None = None
         self._loop_lag: LagHistogram | None = None  # the serving loop's, kept after it closes
@@ -226,7 +228,9 @@ class Router:
             from nodes.tcpctl.station import attach
 
             # ctx.endpoint, rt.endpoint; inside the station's netns
-            _, self.tcpctl_control = attach(self.ctx, self.rt, self.config.tcpctl, self.config.run_id, self)
+            self.tcpctl_api, self.tcpctl_control = attach(
+                self.ctx, self.rt, self.config.tcpctl, self.config.run_id, self
+            )
         self.extensions = attach_extensions(
             self.ctx, self.protocol, [e.to_json() for e in self.config.extensions]
         )
@@ -691,6 +695,11 @@ class Router:
                     exts[spec.name] = {"state_error": repr(exc)}
         if exts:
             out["extensions"] = exts
+        if self.tcpctl_api is not None:  # the endpoint agent's per-connection counters (docs/tcpctl.md)
+            try:
+                out["endpoint"] = {"conns": self.tcpctl_api.agent.snapshot()}
+            except Exception as exc:  # a snapshot bug must not lose the counters
+                out["endpoint"] = {"state_error": repr(exc)}
         return out
 
     def write_counters(self) -> None:

@@ -105,3 +105,6 @@ def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
     assert c[2]["routing_sent"].get("rerr", 0) >= 1, extra
     assert extra[1].get("epln_icmp_to_tcp", 0) >= 1, extra  # the notices reached the sender
     assert extra[1].get("epln_early_retransmissions", 0) >= 1, extra  # and it retransmitted early
+    # the sender's endpoint agent counts its copies per connection in the router's counters
+    ep = json.loads((tb.dir / "routers" / "sta1.counters.json").read_text())["endpoint"]["conns"]
+    assert any(v["agent_rexmt"] >= 1 for k, v in ep.items() if k.endswith(":5201")), ep
