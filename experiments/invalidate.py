@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.rows import DATA_DIR, RowsError, RowStore, RunRecord
+from experiments.rows import DATA_DIR, RowsError, RowStore, RunRecord, axes_of
 
 
 class InvalidateError(Exception):
@@ -35,14 +35,17 @@ class Selection:
     where: tuple[tuple[str, str], ...]
 
 
-def has_commit(revision: str, commit: str) -> bool:
-    """Does ``revision`` contain ``commit`` (is ``commit`` one of its ancestors, or itself)?"""
+def has_commit(revision: str, commit: str) -> bool | None:
+    """Does ``revision`` contain ``commit`` (is ``commit`` one of its ancestors, or itself)? None
+    if git cannot tell: an empty revision, or one this clone does not have. A row's revision is
+    ``<hash>`` or ``<hash>-dirty`` (uncommitted changes on top of it: they count as the hash)."""
+    rev = revision.removesuffix("-dirty")
+    if not rev:
+        return None
     r = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", commit, revision], capture_output=True, text=True, check=False
+        ["git", "merge-base", "--is-ancestor", commit, rev], capture_output=True, text=True, check=False
     )
-    if r.returncode in (0, 1):
-        return r.returncode == 0
-    raise InvalidateError(f"git cannot compare revision {revision!r} with {commit!r}: {r.stderr.strip()}")
+    return r.returncode == 0 if r.returncode in (0, 1) else None
 
 
 def parse_where(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -55,15 +58,30 @@ def parse_where(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def selected(records: Sequence[RunRecord], sel: Selection) -> list[RunRecord]:
-    """The valid records ``sel`` names."""
-    out = []
+def selected(records: Sequence[RunRecord], sel: Selection) -> tuple[list[RunRecord], list[RunRecord]]:
+    """The valid records ``sel`` names, and those whose revision git cannot compare with
+    ``sel.without`` (left as they are, for the user to name by run id)."""
+    out: list[RunRecord] = []
+    undecided: list[RunRecord] = []
     for rec in records:
         if not rec.valid or any(rec.params.get(a) != v for a, v in sel.where):
             continue
-        if rec.run_id in sel.run_ids or (sel.without is not None and not has_commit(rec.revision, sel.without)):
+        if rec.run_id in sel.run_ids:
             out.append(rec)
-    return out
+        elif sel.without is not None:
+            has = has_commit(rec.revision, sel.without)
+            if has is None:
+                undecided.append(rec)
+            elif not has:
+                out.append(rec)
+    return out, undecided
+
+
+def check_reason(reason: str) -> str:
+    """A reason kept in a rows cell: one printable line, no '; ' (it separates reasons)."""
+    if not reason.strip() or not reason.isprintable() or "; " in reason:
+        raise InvalidateError(f"--reason {reason!r}: must be one printable line without '; '")
+    return reason
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,17 +101,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"invalidate: no rows file {store.path}", file=sys.stderr)
         return 2
     try:
+        check_reason(a.reason)
+        axes = axes_of(store.columns() or [])
+        where = parse_where(a.where)
+        for axis, _ in where:
+            if axis not in axes:
+                raise InvalidateError(f"--where {axis}=...: no such axis in {store.path} (axes: {', '.join(axes)})")
         commit = None
         if a.without:
             r = subprocess.run(["git", "rev-parse", "--verify", f"{a.without}^{{commit}}"], capture_output=True, text=True)
             if r.returncode != 0:
                 raise InvalidateError(f"--without {a.without!r}: not a commit of this repository")
             commit = r.stdout.strip()
-        sel = Selection(commit, frozenset(a.run_id), parse_where(a.where))
-        recs = selected(store.load().records, sel)
+        sel = Selection(commit, frozenset(a.run_id), where)
+        loaded = store.load().records
+        missing = sorted(set(a.run_id) - {r.run_id for r in loaded if r.valid})
+        if missing:
+            raise InvalidateError(f"--run-id: no valid row in {store.path} for {', '.join(missing)}")
+        recs, undecided = selected(loaded, sel)
         for rec in recs:
             labels = " ".join(f"{k}={v}" for k, v in rec.params.items())
             print(f"  {rec.run_id}  {labels} seed={rec.seed}  revision {rec.revision}")
+        for rec in undecided:
+            print(f"  left valid: {rec.run_id} (revision {rec.revision or 'none'}: git cannot tell; name it with --run-id)")
         if a.dry_run:
             print(f"{len(recs)} row(s) would be marked invalid")
             return 0

@@ -485,8 +485,8 @@ class RowStore:
         the rows stay, as every run paid for does, and the sweep runs their points again). The
         rows' checks are recomputed; other rows are kept byte for byte. Returns the number of rows
         changed."""
-        if not reason or "; " in reason or "\n" in reason:
-            raise RowsError(f"{self.path}: an invalid reason must be one line without '; ': {reason!r}")
+        if not reason.strip() or not reason.isprintable() or "; " in reason:
+            raise RowsError(f"{self.path}: an invalid reason must be one printable line without '; ': {reason!r}")
         wanted = set(run_ids)
 
         def mark(cols: list[str], vals: list[str]) -> int:

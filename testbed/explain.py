@@ -78,7 +78,7 @@ CAUSES = (
 - ``delayed``: the segment or its ACK was not lost but arrived after the RTO (a spurious RTO);
 - ``paws``: the segment arrived but the receiver discarded it as an old duplicate (RFC 7323
   section 5.3, PAWS): a copy of data below it, sent later, arrived first and moved the receiver's
-  TS.Recent past the segment's TSval (R3: any segment at or below Last.ACK.sent updates it);
+  TS.Recent past the segment's TSval (R3: a segment covering Last.ACK.sent updates it);
 - ``unknown``: the trace does not say.
 """
 
@@ -466,19 +466,37 @@ def _describe(f: Fate) -> str:
     return s
 
 
+def _last_ack_sent(idx: TraceIndex, conn: Conn, t_ns: int) -> int | None:
+    """The receiver's Last.ACK.sent at ``t_ns`` (RFC 7323 s4.3): the acknowledgment number of the
+    last segment of the reverse direction it sent by then (Linux's rcv_wup)."""
+    last: int | None = None
+    for r in idx.orig.get(conn.reverse(), []):
+        if r.t_ns > t_ns:
+            break
+        last = r.ack
+    return last
+
+
 def paws_discard(idx: TraceIndex, conn: Conn, seg: Fate, reasons: dict[int, list[str]]) -> Fate | None:
     """The copy that made the receiver discard the delivered segment ``seg`` by PAWS (RFC 7323
-    s5.3), or None: a copy of data entirely below ``seg`` (the receiver had it: it updates
-    TS.Recent, rule R3), sent at least ``PAWS_TICK_NS`` after ``seg`` (a newer TSval) and
-    delivered before it."""
+    s5.3), or None. Such a copy was sent at least ``PAWS_TICK_NS`` after ``seg`` (a newer TSval),
+    delivered before it, and covered the receiver's Last.ACK.sent when it arrived (its start at or
+    below it, its end at or above it): rule R3 then copies its TSval to TS.Recent, while a copy
+    entirely below the window is dropped first (R2; Linux's tcp_sequence) and changes nothing.
+    Send times are the router's ORIG times, not the TSvals (the trace has none): a segment that
+    waited more than a tick on the sender's TUN may look newer than it is."""
     assert seg.delivered_ns is not None
     for r in idx.orig.get(conn, []):
         if r.t_ns > seg.delivered_ns:
             break
-        if r.t_ns < seg.sent_ns + PAWS_TICK_NS or _seq_end(r) == r.seq or _seq_before(_seq_end(r), seg.seq) > 0:
+        end = _seq_end(r)
+        if r.t_ns < seg.sent_ns + PAWS_TICK_NS or end == r.seq or _seq_before(end, seg.seq) > 0:
             continue
         f = follow(idx, r, "data", reasons)
-        if f.delivered_ns is not None and f.delivered_ns < seg.delivered_ns:
+        if f.delivered_ns is None or f.delivered_ns >= seg.delivered_ns:
+            continue
+        wup = _last_ack_sent(idx, conn, f.delivered_ns)
+        if wup is not None and _seq_before(r.seq, wup) <= 0 <= _seq_before(end, wup):
             return f
     return None
 
@@ -547,7 +565,7 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timest
         )
     # the segment arrived: its ACKs were lost or late
     acks = [
-        r for r in idx.orig.get(conn.reverse(), []) if last.delivered_ns <= r.t_ns <= t_rto and r.ack > seq
+        r for r in idx.orig.get(conn.reverse(), []) if last.delivered_ns <= r.t_ns <= t_rto and _seq_before(r.ack, seq) > 0
     ]
     newer = paws_discard(idx, conn, last, reasons) if timestamps and not acks else None
     if newer is not None:

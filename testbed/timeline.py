@@ -40,6 +40,7 @@ CAUSE_COLOURS = {
     "routing_drop": "#bcbd22",
     "hop_loss": "#aec7e8",
     "delayed": "#7f7f7f",
+    "paws": "#98df8a",
     "unknown": "#000000",
 }
 

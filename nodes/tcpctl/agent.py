@@ -482,12 +482,13 @@ class EndpointAgent:
         c = self.conns[cid]
         if c.hold is None:
             return []
+        deferred = c.hold.deferred if c.hold.mode == HoldMode.FROZEN else []
         c.hold = None
         acts: list[Action] = [CancelTimer(ThawTimer(cid))]
         ack = self._synth_ack(c, window=None)
         if ack:
             acts.append(self._to_kernel(c, ack))
-        return acts
+        return acts + self._send_deferred(c, deferred, [], now_ns)
 
     def freeze(
         self, cid: ConnId, now_ns: int, restore: Restore = "old", thaw_seqno: int | None = None
@@ -499,6 +500,8 @@ class EndpointAgent:
         self.kernel.snapshot(cid)
         acts = self.hold(cid, HoldMode.FROZEN, now_ns, "any_ack")
         assert c.hold is not None
+        c.hold.lost_pkt.clear()  # a hold of another mode becomes this freeze: nothing of it carries over
+        c.hold.deferred.clear()
         c.hold.restore = restore
         c.hold.thaw_seqno = thaw_seqno if thaw_seqno is not None else c.snd_una
         acts.append(SetTimer(ThawTimer(cid), now_ns + self.params.t_thaw_ns))
@@ -511,6 +514,7 @@ class EndpointAgent:
             return []
         mode = restore or c.hold.restore or "old"
         lost, deferred = list(c.hold.lost_pkt), list(c.hold.deferred)
+        c.hold.deferred.clear()  # sent below, after the lost packets, not by release()
         self.kernel.restore(cid, mode)
         acts = self.release(cid, now_ns)
         return acts + self._retransmit_lost(c, lost, now_ns) + self._send_deferred(c, deferred, lost, now_ns)

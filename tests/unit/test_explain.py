@@ -234,16 +234,20 @@ def test_ack_arriving_as_the_timer_expires_or_later_is_a_spurious_rto() -> None:
     assert e.cause == "unknown"  # an ACK long before the RTO: not what the trace can explain
 
 
-def paws_case(dup_delivered_ms: float) -> list[TraceRecord]:
-    """seq 0 delivered at 60 ms; seq 1000 (sent at 100 ms) delivered at 300 ms and answered with a
-    duplicate ACK; a copy of seq 0 sent at 150 ms, delivered at ``dup_delivered_ms``."""
+def paws_case(dup_delivered_ms: float, dup_seq: int = 0, dup_sent_ms: float = 150) -> list[TraceRecord]:
+    """seq 0 delivered at 60 ms and ACKed (ack 1000); seq 1000 (sent at 100 ms) delivered at 300
+    ms and answered with a duplicate ACK; a copy of ``dup_seq`` sent at ``dup_sent_ms``,
+    delivered at ``dup_delivered_ms``."""
+    ack1 = {"ack": True, "ip_id": 4, "seq": 1, "ackno": SEQ}
     dup = {"ack": True, "ip_id": 5, "seq": 1, "ackno": SEQ}
     return [
+        rec(1, 40, EV_ORIG, ip_id=98, seq=-1000 % (1 << 32)),
         rec(1, 50, EV_ORIG, ip_id=99, seq=0),
         rec(3, 60, EV_DELIVER, ip_id=99, seq=0),
-        *first_copy(),
-        rec(1, 150, EV_ORIG, ip_id=50, seq=0),
-        rec(3, dup_delivered_ms, EV_DELIVER, ip_id=50, seq=0),
+        rec(3, 60.2, EV_ORIG, **ack1),
+        *first_copy()[1:],
+        rec(1, dup_sent_ms, EV_ORIG, ip_id=50, seq=dup_seq),
+        rec(3, dup_delivered_ms, EV_DELIVER, ip_id=50, seq=dup_seq),
         rec(3, 300, EV_DELIVER),
         rec(3, 300.2, EV_ORIG, **dup),
         RETX,
@@ -251,15 +255,18 @@ def paws_case(dup_delivered_ms: float) -> list[TraceRecord]:
 
 
 def test_a_segment_discarded_by_paws_after_a_later_copy_of_older_data() -> None:
-    """RFC 7323 s5.3: the copy of seq 0 sent 50 ms after seq 1000 arrives first and, being at or
-    below Last.ACK.sent, moves TS.Recent past seq 1000's TSval: seq 1000 arrives and is discarded
-    (the receiver answers with a duplicate ACK), and the sender times out."""
+    """RFC 7323 s5.3: the copy of seq 0 sent 50 ms after seq 1000 arrives first and, covering
+    Last.ACK.sent (1000), moves TS.Recent past seq 1000's TSval: seq 1000 arrives and is
+    discarded (the receiver answers with a duplicate ACK), and the sender times out."""
     [e] = explain_rtos(paws_case(200), [], [RTO], {})
     assert (e.cause, e.direction, e.station) == ("paws", "data", 3), e
     assert "sent 50 ms after it arrived first (0.200 s)" in e.detail
-    # the later copy arriving after the segment cannot have discarded it; nor without timestamps
-    [e] = explain_rtos(paws_case(350), [], [RTO], {})
-    assert e.cause == "unknown" and "sent no ACK" in e.detail
+    # no PAWS: the later copy arrives after the segment; a copy entirely below the window (seq
+    # 2^32 - 1000, wrapped: dropped as out of window, R2) changes nothing; a copy sent within a
+    # tick has no newer TSval; nor without timestamps
+    for recs in (paws_case(350), paws_case(200, dup_seq=-1000 % (1 << 32)), paws_case(200, dup_sent_ms=101)):
+        [e] = explain_rtos(recs, [], [RTO], {})
+        assert e.cause == "unknown" and "sent no ACK" in e.detail, e
     [e] = explain_rtos(paws_case(200), [], [RTO], {}, timestamps=False)
     assert e.cause == "unknown"
 

@@ -56,8 +56,9 @@ def test_invalidate_marks_named_valid_rows_and_keeps_the_others(tmp_path: Path) 
     assert recs["r3"].invalid_reasons == ("lag 300 ms",)
     assert store.invalid_run_ids() == {"r1", "r3"}
     assert RowStore("absent", tmp_path).invalid_run_ids() == frozenset()
-    with pytest.raises(RowsError, match="one line"):
-        store.invalidate(["r2"], "a; b")
+    for bad in ("a; b", "two\rlines", " "):
+        with pytest.raises(RowsError, match="one printable line"):
+            store.invalidate(["r2"], bad)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -77,15 +78,29 @@ def test_rows_of_revisions_lacking_a_fix_are_marked(tmp_path: Path, monkeypatch:
         revs.append(_git(repo, "rev-parse", "HEAD")[:12])
     monkeypatch.chdir(repo)
     assert not inv.has_commit(revs[0], revs[1]) and inv.has_commit(revs[2], revs[1])
+    assert inv.has_commit(f"{revs[2]}-dirty", revs[1])  # uncommitted changes on top of a revision
+    assert inv.has_commit("", revs[1]) is None and inv.has_commit("0123456789ab", revs[1]) is None
     data = tmp_path / "data"
     store = _store(
         data,
-        [_record("a", 1, "10", revs[0]), _record("b", 1, "20", revs[0]), _record("c", 2, "10", revs[2])],
+        [
+            _record("a", 1, "10", revs[0]),
+            _record("b", 1, "20", revs[0]),
+            _record("c", 2, "10", revs[2]),
+            _record("d", 3, "10", f"{revs[0]}-dirty"),
+            _record("e", 4, "10", ""),  # git cannot tell: left valid
+        ],
     )
     fix = revs[1]
-    assert inv.main(["exp", "--without", fix, "--where", "speed=10", "--reason", "x", "--data", str(data)]) == 0
+    args = ["exp", "--reason", "x", "--data", str(data)]
+    assert inv.main([*args, "--without", fix, "--where", "speed=10"]) == 0
     valid = {r.run_id: r.valid for r in store.load().records}
-    assert valid == {"a": False, "b": True, "c": True}
-    assert inv.main(["exp", "--without", "deadbeef", "--reason", "x", "--data", str(data)]) == 2
+    assert valid == {"a": False, "b": True, "c": True, "d": False, "e": True}
+    # refused, nothing changed: an unknown commit, axis or run id, a bad reason
+    assert inv.main([*args, "--without", "deadbeef"]) == 2
+    assert inv.main([*args, "--without", fix, "--where", "sped=20"]) == 2
+    assert inv.main([*args, "--run-id", "zz"]) == 2
+    assert inv.main(["exp", "--reason", "a; b", "--data", str(data), "--run-id", "b", "--dry-run"]) == 2
+    assert {r.run_id: r.valid for r in store.load().records} == valid
     with pytest.raises(inv.InvalidateError, match="axis=label"):
         inv.parse_where(["speed"])

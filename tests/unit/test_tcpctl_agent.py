@@ -303,19 +303,32 @@ def test_elfn_new_data_sent_while_frozen_goes_out_at_the_thaw(agent: EndpointAge
     assert is_copy_of(out[2], 5) and is_copy_of(out[3], 6)
     c = agent.conns[CID]
     assert c.stats["deferred_sent"] == 2 and c.stats["agent_rexmt"] == 0
-    # a later freeze starts with nothing deferred; API thaw sends what is left unacked
+    # a later freeze starts with nothing deferred (5 and 6 are still unacknowledged: not again);
+    # a deferred segment acknowledged meanwhile is not sent (7 by ack(8))
     agent.freeze(CID, NS_PER_S)
     agent.on_outbound(data(7), NS_PER_S + 1)
     agent.on_outbound(data(8), NS_PER_S + 2)
-    agent.on_inbound(ack(8, window=0), NS_PER_S + 3)  # ... which thaws; 7 is acknowledged
-    assert c.hold is None and c.stats["deferred_sent"] == 3
+    out = agent.on_inbound(ack(3), NS_PER_S + 3)
+    assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork", "ToNetwork"], kinds(out)
+    assert is_copy_of(out[2], 7) and is_copy_of(out[3], 8)
+    agent.freeze(CID, 2 * NS_PER_S)
+    agent.on_outbound(data(9), 2 * NS_PER_S + 1)
+    agent.on_outbound(data(10), 2 * NS_PER_S + 2)
+    out = agent.on_inbound(ack(10), 2 * NS_PER_S + 3)
+    assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork"] and is_copy_of(out[2], 10)
+    assert c.hold is None and c.stats["deferred_sent"] == 5
 
 
 def test_elfn_api_thaw_sends_the_deferred_data(agent: EndpointAgent) -> None:
+    """Also when the thaw (or a plain release, the control socket's) ends the freeze."""
     agent.freeze(CID, 0)
     agent.on_outbound(data(5), 1)
     out = agent.thaw(CID, 2)
     assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork"] and is_copy_of(out[2], 5)
+    agent.freeze(CID, 3)
+    agent.on_outbound(data(6), 4)
+    out = agent.release(CID, 5)
+    assert kinds(out) == ["CancelTimer", "ToKernel", "ToNetwork"] and is_copy_of(out[2], 6)
 
 
 def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
