@@ -32,6 +32,7 @@ def test_prefix_bytes_come_from_the_sinks_first_seconds(tmp_path: Path) -> None:
     (p,) = load_pairs(tmp_path, 30.0)
     assert p.seed == 1 and p.prefix_bps == 8000.0 and round(p.full_bps, 1) == round(8000.0 / 3, 1)
     assert load_pairs(tmp_path, 120.0) == []  # the flows did not last 120 s
+    assert load_pairs(tmp_path, 30.0, invalid={"a"}) == []  # its row in git marked invalid since
 
 
 def _pairs(rng: np.random.Generator, n: int, prefix_factor: float, noise: float) -> list[RunPair]:
