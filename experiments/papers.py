@@ -506,9 +506,11 @@ PAPERS: Final[dict[str, Paper]] = {p.key: p for p in (_yu(), _liu(), _ghanem(), 
 #: Headline numbers in ../shared/papers/README.md that the shipped sweeps do not measure, and why.
 NOT_REPRODUCED: Final[dict[str, list[str]]] = {
     "yu2004": [
-        "100-node results (+173 % / +210 % throughput): the scaled scenario has 15 nodes; "
-        "use topologies/yu2004-100-full.yaml in a sweep of its own",
-        "'old' vs default RTO/cwnd restore after ELFN: not an axis of the scenario (extension parameter)",
+        "100-node results (+173 % / +210 % throughput): the 100-node field is the sweep "
+        "experiments/sweeps/yu2004-100.yaml, with its own report",
+        "'old' vs default RTO/cwnd restore within TCP-ELFN (Fig. 4: up to +17 % throughput, -70 % "
+        "slow-starts): not a scheme of these sweeps; TCP-ELFN is compared with the default restore, "
+        "as the paper's combination (1) (s5.1), EPLN+BEAD and DSR-Update with 'old'",
     ],
     "liu2001": [
         "TCP's transfer time with partitions (Fig. 14): the text gives no number, only that it grows "

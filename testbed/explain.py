@@ -115,6 +115,9 @@ RACE_NS = 20_000_000
 """An ACK that reached the sender's kernel this little before the RTO's retransmission left came
 as the timer expired (the kernel's timer runs on jiffies, and writes the retransmission to the TUN
 a few ms after expiry): a spurious RTO of an ACK delayed to the last moment."""
+WITHHELD = "tcpctl_withheld"
+"""The endpoint agent's drop reason for a segment the kernel sent while TCP was held (nodes.tcpctl:
+an ELFN freeze, ATCP): the copy never left the station."""
 PAWS_TICK_NS = 2_000_000
 """Linux's TSval clock ticks in ms, and PAWS discards a segment whose TSval is more than
 TCP_PAWS_WINDOW (1 tick) below TS.Recent: a copy sent this much later carries a TSval at least
@@ -548,11 +551,15 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timest
     if not prior:
         return result("unknown", "data", None, f"no earlier copy of seq {seq} in the sender's trace", seq)
     fates = [follow(idx, r, "data", reasons) for r in prior]
-    last = fates[-1]
+    # copies the sender's endpoint agent withheld while TCP was frozen (ELFN) never left: the
+    # segment's fate is that of the last copy that did, if one did
+    sent = [f for f in fates if f.reason != WITHHELD]
+    last = sent[-1] if sent else fates[-1]
+    frozen = " (its retransmissions withheld while TCP was frozen)" if len(sent) < len(fates) and sent else ""
     if last.delivered_ns is None:
         # the copy the timer ran out on died
         assert last.cause is not None
-        return result(last.cause, "data", last.station, _describe(last), seq, fates)
+        return result(last.cause, "data", last.station, _describe(last) + frozen, seq, fates)
     if last.delivered_ns > t_rto:
         return result(
             "delayed",

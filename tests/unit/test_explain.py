@@ -185,6 +185,29 @@ def test_routing_drops_at_the_sender(reason: str, cause: str) -> None:
     assert (e.cause, e.station, e.copies[-1].layer) == (cause, 1, "routing")
 
 
+def test_a_retransmission_withheld_while_frozen_leaves_the_cause_to_the_copy_that_left() -> None:
+    """ELFN: the original died at a collision, the kernel's retransmission was withheld while TCP
+    was frozen (the agent's drop at the sender); the timeout is the collision's, with a note.
+    With no copy that left, the withholding itself is the cause."""
+    recs = [
+        *first_copy(),
+        rec(2, 104, EV_TX, peer=3),
+        rec(2, 120, EV_TX_FAIL, peer=3, code=2),
+        rec(2, 121, EV_DROP, code=0),
+        rec(1, 200, EV_ORIG, ip_id=3),
+        rec(1, 200, EV_DROP, ip_id=3, code=1),
+        RETX,
+    ]
+    medium = [MediumFailure(120 * MS - 5000, 2, 3, "collision", 7, 0, 180.5, A, B, 1, 6)]
+    reasons = {2: ["link_failure"], 1: ["link_failure", "tcpctl_withheld"]}
+    [e] = explain_rtos(recs, medium, [RTO], reasons)
+    assert (e.cause, e.station) == ("collision", 2) and "withheld while TCP was frozen" in e.detail
+    assert [c.reason for c in e.copies][-1] == "tcpctl_withheld"
+    only = [rec(1, 50, EV_ORIG, ip_id=99, seq=0), rec(1, 100, EV_ORIG), rec(1, 100, EV_DROP, code=1), RETX]
+    [e] = explain_rtos(only, [], [RTO], reasons)
+    assert (e.cause, e.station) == ("routing_drop", 1) and "tcpctl_withheld" in e.detail
+
+
 def test_scripted_partition_is_an_event_and_never_sent_is_no_route() -> None:
     recs = [*first_copy(), rec(2, 104, EV_TX, peer=3), rec(2, 120, EV_TX_FAIL, peer=3, code=4), RETX]
     [e] = explain_rtos(recs, [], [RTO], {})
