@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.rows import DATA_DIR, RowsError, RowStore, RunRecord, axes_of
+from experiments.rows import DATA_DIR, RowsError, RowStore, RunRecord, axes_of, check_reason
 
 
 class InvalidateError(Exception):
@@ -77,13 +77,6 @@ def selected(records: Sequence[RunRecord], sel: Selection) -> tuple[list[RunReco
     return out, undecided
 
 
-def check_reason(reason: str) -> str:
-    """A reason kept in a rows cell: one printable line, no '; ' (it separates reasons)."""
-    if not reason.strip() or not reason.isprintable() or "; " in reason:
-        raise InvalidateError(f"--reason {reason!r}: must be one printable line without '; '")
-    return reason
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("experiment")
@@ -101,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"invalidate: no rows file {store.path}", file=sys.stderr)
         return 2
     try:
-        check_reason(a.reason)
+        check_reason(a.reason, "--reason")
         axes = axes_of(store.columns() or [])
         where = parse_where(a.where)
         for axis, _ in where:

@@ -180,6 +180,13 @@ def _checked(line: str, ncols: int) -> list[str] | None:
     return fields if len(fields) == ncols and _check(fields[:-1]) == fields[-1] else None
 
 
+def check_reason(reason: str, where: str) -> None:
+    """An invalid reason kept in a rows cell must be one printable line without '; ' (which
+    separates a row's reasons); ``RowsError`` naming ``where`` otherwise."""
+    if not reason.strip() or not reason.isprintable() or "; " in reason:
+        raise RowsError(f"{where}: an invalid reason must be one printable line without '; ': {reason!r}")
+
+
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
     cols = [*BASE_COLS, *axes, *RUN_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
     twice = sorted({c for c in cols if cols.count(c) > 1})
@@ -485,8 +492,7 @@ class RowStore:
         the rows stay, as every run paid for does, and the sweep runs their points again). The
         rows' checks are recomputed; other rows are kept byte for byte. Returns the number of rows
         changed."""
-        if not reason.strip() or not reason.isprintable() or "; " in reason:
-            raise RowsError(f"{self.path}: an invalid reason must be one printable line without '; ': {reason!r}")
+        check_reason(reason, str(self.path))
         wanted = set(run_ids)
 
         def mark(cols: list[str], vals: list[str]) -> int:

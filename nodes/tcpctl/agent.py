@@ -516,8 +516,7 @@ class EndpointAgent:
         lost, deferred = list(c.hold.lost_pkt), list(c.hold.deferred)
         c.hold.deferred.clear()  # sent below, after the lost packets, not by release()
         self.kernel.restore(cid, mode)
-        acts = self.release(cid, now_ns)
-        return acts + self._retransmit_lost(c, lost, now_ns) + self._send_deferred(c, deferred, lost, now_ns)
+        return self.release(cid, now_ns) + self._melt_sends(c, lost, deferred, now_ns)
 
     def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = True) -> list[Action]:
         """Send the agent's copy of the segment starting at ``seq`` (or containing it).
@@ -774,8 +773,7 @@ class EndpointAgent:
                 out.append(
                     self._to_kernel(c, self._thaw_rtt_sample(c, self._ecn_in(c, packet), mode, now_ns))
                 )
-                out += self._retransmit_lost(c, lost, now_ns)
-                out += self._send_deferred(c, deferred, lost, now_ns)
+                out += self._melt_sends(c, lost, deferred, now_ns)
                 return _DONE
             answered = h.mode != HoldMode.PERSIST or self.answers_probe(h)
             if (h.release_on == "any_ack" and answered) or (h.release_on == "new_ack" and new_ack):
@@ -853,6 +851,11 @@ class EndpointAgent:
             if c.snd_una is None or P.seq_le(c.snd_una, s):
                 out += self.retransmit(c.id, s, now_ns)
         return out
+
+    def _melt_sends(self, c: Conn, lost: list[int], deferred: list[int], now_ns: int) -> list[Action]:
+        """What a thaw sends after the thawing ACK: EPLN's recorded lost packets (Algorithm 2),
+        then the new data deferred while frozen."""
+        return self._retransmit_lost(c, lost, now_ns) + self._send_deferred(c, deferred, lost, now_ns)
 
     def _send_deferred(self, c: Conn, deferred: list[int], resent: list[int], now_ns: int) -> list[Action]:
         """At the thaw, send the new data the kernel sent while frozen (withheld, in order).
