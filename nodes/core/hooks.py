@@ -104,6 +104,16 @@ class RouteDiscoveryStarted(CrossLayerEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RouteDiscoveryJoined(CrossLayerEvent):
+    """A ``packet`` this station originated for ``dst`` waits for the route discovery this
+    station already has under way (buffered, no new request): the TCP sender is still in the
+    discovery it initiated (ELFN, Yu 2004 s3.2; docs/fidelity.md "ELFN sender in discovery")."""
+
+    dst: int
+    packet: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NeighbourSignal(CrossLayerEvent):
     """A frame from ``neighbour`` was received (also overheard), with its signal (Klemm 2004's
     neighbour table)."""

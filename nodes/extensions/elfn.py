@@ -19,7 +19,9 @@ cores' own, whichever the core emits, never the protocol's name):
 - The TCP sender whose own link broke (``LinkFailure``, any core): its connections with a data
   segment among the packets that met the break (the failed frame and the queue) freeze, the probe
   at that segment (the route failed; DSR re-routes its own packets without a ROUTE ERROR).
-- The TCP sender starting a route discovery for a data segment (``RouteDiscoveryStarted``).
+- The TCP sender starting a route discovery for a data segment (``RouteDiscoveryStarted``), or
+  whose data segment waits for the discovery it already has under way (``RouteDiscoveryJoined``:
+  an ACK in flight at the break thawed it, and what it sends next waits for the route).
 - DSR, the node detecting the broken link (``DsrRouteErrorSent``): for the TCP data segments
   that met the break (``packets``: lost *or salvaged*), one ELFN option (:class:`ElfnOption`, DSR
   option type :data:`OPT_ELFN`) in the ROUTE ERROR, one entry per connection (sender, receiver,
@@ -47,7 +49,7 @@ from typing import Any, ClassVar, Literal
 
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action
-from nodes.core.hooks import LinkFailure, Needs, RouteDiscoveryStarted
+from nodes.core.hooks import LinkFailure, Needs, RouteDiscoveryJoined, RouteDiscoveryStarted
 from nodes.core.protocol import NodeContext, RoutingProtocol
 from nodes.extensions._tcp import data_conn, endpoint_of
 from nodes.protocols.aodv.events import AodvRouteErrorReceived
@@ -211,6 +213,7 @@ class Elfn:
         hooks = ctx.hooks
         hooks.subscribe(LinkFailure, self.on_link_failure)
         hooks.subscribe(RouteDiscoveryStarted, self.on_route_discovery)
+        hooks.subscribe(RouteDiscoveryJoined, self.on_route_discovery)
         # NEEDS.one_of: the route error of whichever core this is (check_protocol made sure).
         if hooks.emits(DsrRouteErrorSent):
             hooks.subscribe(DsrRouteErrorSent, self.on_route_error_sent)
@@ -277,12 +280,15 @@ class Elfn:
             out += self.freeze(dc[0], ev.now_ns, "own link failure", dc[1])
         return out
 
-    def on_route_discovery(self, ev: RouteDiscoveryStarted) -> list[Action]:
+    def on_route_discovery(self, ev: RouteDiscoveryStarted | RouteDiscoveryJoined) -> list[Action]:
         """Yu 2004 s3.2: "TCP will be frozen either when a TCP sender initiates a route discovery,
         or when a TCP sender receives an ELFN message". The station starts a discovery for
-        ``packet`` (no route to ``dst``): when that is a data segment of a connection this station
-        sends on, freeze it with the probe at the segment's sequence number. A handshake looking
-        for its first route (SYN, no data) is not frozen."""
+        ``packet`` (no route to ``dst``), or ``packet`` waits for the one under way: when that is
+        a data segment of a connection this station sends on, freeze it with the probe at the
+        segment's sequence number. A handshake looking for its first route (SYN, no data) is not
+        frozen. Joining matters after a thaw by an ACK that was in flight at the break: without
+        it the sender sends on into the discovery unfrozen and its retransmission timer runs
+        (seen: two RTOs, the retransmission waiting 6 s in the send buffer)."""
         if not self.p.freeze_on_route_discovery:
             return []
         dc = data_conn(ev.packet)
@@ -350,7 +356,7 @@ class Elfn:
 
 PARAMS = ElfnParams
 NEEDS = Needs(
-    events=frozenset({LinkFailure, RouteDiscoveryStarted}),
+    events=frozenset({LinkFailure, RouteDiscoveryStarted, RouteDiscoveryJoined}),
     one_of=(
         frozenset({DsrRouteErrorSent, DsrRouteErrorReceived}),  # the ELFN option in the ROUTE ERROR (s3.1)
         frozenset({AodvRouteErrorReceived}),  # the RERR's unreachable destinations (s3.2)

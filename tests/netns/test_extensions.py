@@ -34,6 +34,9 @@ ELFN_OUTAGE_S = 5.0
 ATCP_OUTAGE_S = 4.0
 """ATCP: longer than the kernel's RTO (persist, not RTO); the persist probes back off from the
 break, so a short outage brings the first probe after the return sooner."""
+RTO_AFTER_THAW_MAX_MS = 3000.0
+"""Bound on the RTO 0.2-1.5 s after an ELFN thaw (unless twice the capped one is higher): the
+chain's queueing gives up to 2.0 s, a sample as long as the 5.6 s freeze about 6 s."""
 PROBE_S = 2.0  # ELFN's probe interval (nodes/extensions/elfn.py ElfnParams.probe_interval)
 FLOW = {"src": 1, "dst": 4, "start_s": T_FLOW, "cc": "reno", "max_window_pkts": 12}
 ABRA_PARAMS = {"max_srtt_init": 1.5}  # the ABRA run's extension_params (see there)
@@ -216,15 +219,17 @@ def test_elfn_over_dsr_link_breaks_mid_flow(tmp_path: Path) -> None:
     assert k["cmd_done"] >= 2 and k["cmd_done"] % 2 == 0, r.extra
     assert k["applied_cwnd"] == k["frz_cwnd"] > 2, r.extra
     assert k["post_cwnd"] >= k["frz_cwnd"], r.extra
-    assert k["post_rto_us"] <= 2 * k["frz_rto_us"] + 200_000, r.extra  # the estimator was kept
+    # the estimator was kept (or capped at the freeze's RTO, at least the kernel's 1 s floor)
+    assert k["post_rto_us"] <= max(2 * k["frz_rto_us"], 1_000_000) + 200_000, r.extra
     # ... and no RTT sample as long as the freeze raises it afterwards (SACKed segments sent
     # before it: once an RTO of 11 s after a 5.6 s freeze). The thaw caps the RTO at the
     # freeze's (TCP_RTO_MAX_MS, floor 1 s) until the estimator is back under it; from then on the
-    # chain's queueing moves it as usual (seen: up to 1.3 s). Checked 0.2-1.5 s after the thaw,
-    # unless a timeout meanwhile backs it off.
+    # chain's queueing moves it as usual (seen: up to 2.0 s, the restored window and the deferred
+    # segments queue on the 3 hops). Checked 0.2-1.5 s after the thaw, unless a timeout meanwhile
+    # backs it off; a freeze-long sample (5.6 s) would put it near 6 s.
     if not [e for e in k["rto_events"] if e["t_s"] >= t_back]:
         cap_ms = max(k["frz_rto_us"] / 1000, 1000.0)
-        assert rto_after_thaw_ms and max(rto_after_thaw_ms) <= 2 * cap_ms, r.extra
+        assert rto_after_thaw_ms and max(rto_after_thaw_ms) <= max(2 * cap_ms, RTO_AFTER_THAW_MAX_MS), r.extra
 
 
 def test_atcp_destination_unreachable_stand_in(tmp_path: Path) -> None:

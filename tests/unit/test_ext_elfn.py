@@ -23,7 +23,7 @@ from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import DsrOption, RawOption, RouteError, decode_options, parse
 from nodes.protocols.dsr.srcroute import add_source_route
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.agent import ConnId, EndpointAgent, HoldMode
+from nodes.tcpctl.agent import ConnId, EndpointAgent, HoldMode, ToNetwork
 from nodes.tcpctl.api import TcpControl
 from nodes.tcpctl.kernelseam import FakeKernel
 
@@ -84,6 +84,10 @@ def test_router_without_the_decoder_keeps_the_option() -> None:
 # ---------------------------------------------------------------------------------- DSR chain
 
 
+HANDSHAKE_NS = 200 * NS_PER_MS
+"""Long enough for the SYN's route discovery over these chains (requests and replies of a few hops)."""
+
+
 def dsr_chain(
     n: int,
     links: list[tuple[int, int]],
@@ -111,6 +115,10 @@ def dsr_chain(
         kerns.append(kern)
     for c in prime:
         net.inject(1, syn(c))
+    if prime:
+        # Linux sends data only after the SYN-ACK, i.e. after the handshake's discovery: a data
+        # segment joining that discovery would freeze the sender (RouteDiscoveryJoined)
+        net.run_until(HANDSHAKE_NS)
     return net, exts, kerns
 
 
@@ -246,7 +254,7 @@ def test_route_discovery_by_the_sender_freezes_it(enabled: bool) -> None:
 
 
 def test_route_error_with_elfn_for_other_stations_is_ignored() -> None:
-    net, exts, _ = dsr_chain(3, [(1, 2), (2, 3)])
+    net, exts, _ = dsr_chain(4, [(1, 2), (2, 3), (3, 4)])  # CONN's receiver is station 4
     net.inject(1, data(0))
     net.run_until(NS_PER_S)
     other = ElfnOption((ElfnEntry(station_ip_bytes(2), R, 40000, 5201, ISS),))
@@ -347,3 +355,32 @@ def test_a_duplicate_ack_below_the_probe_thaws_and_is_recorded() -> None:
     (t_thaw,) = ext.conns[CONN].thaws
     assert t_dup < t_thaw < t_dup + 100 * NS_PER_MS and ext.events[-1][3] == "ack arrived"
     assert ("restore", CONN, "old") in kerns[0].calls
+
+
+def test_sender_thawed_during_its_discovery_freezes_at_its_next_segment() -> None:
+    """An ACK that was in flight at the break thaws the sender (Algorithm 2's melt on any ACK)
+    while its route discovery is still under way; the next data segment joins that discovery
+    (no new request, ``RouteDiscoveryJoined``) and freezes the sender again, the probe at that
+    segment: it does not send on into the discovery with its retransmission timer running."""
+    net, exts, _ = dsr_chain(4, [(1, 2), (2, 3), (3, 4)])
+    net.inject(1, data(0))
+    net.run_until(NS_PER_S)
+    proto = net.nodes[1].runtime.protocol
+    net.link_down(2, 3)
+    assert proto.cache.remove_link(2, 3, net.now_ns) >= 1  # type: ignore[attr-defined]
+    net.inject(1, data(1))
+    net.run_for(NS_PER_MS)
+    agent1 = net.nodes[1].runtime.endpoint
+    assert isinstance(agent1, EndpointAgent)
+    assert exts[0].state_of(CONN) == ElfnState.FROZEN
+    acts = agent1.thaw(CONN, net.now_ns)  # the late ACK's melt (its thawing ACK goes to the kernel)
+    assert not [a for a in acts if isinstance(a, ToNetwork)]  # nothing deferred, nothing lost
+    assert agent1.conns[CONN].hold is None
+    requests = net.nodes[1].ctx.counters.routing_sent.get("rreq", 0)
+    net.inject(1, data(2))
+    net.run_for(NS_PER_MS)
+    assert net.nodes[1].ctx.counters.routing_sent.get("rreq", 0) == requests  # joined, not a new discovery
+    assert exts[0].state_of(CONN) == ElfnState.FROZEN and exts[0].events[-1][3] == "route discovery"
+    hold = agent1.conns[CONN].hold
+    assert hold is not None and hold.mode == HoldMode.FROZEN and hold.thaw_seqno == ISS + 2 * MSS
+    assert len(exts[0].conns[CONN].freezes) == 2 and len(exts[0].conns[CONN].thaws) == 1

@@ -15,7 +15,7 @@ messages are available (``enable_hello``) but off by default.
 Cross-layer events (``EMITS``; docs/aodv.md "Events"; a subscriber may return actions): the
 shared ``LinkFailure`` (``frame`` None when a HELLO timeout found the break; ``queued``: the
 interface-queue frames to that next hop, taken out), ``PacketDropped``, ``LocalDelivery``,
-``DataForwarded``, ``RouteDiscoveryStarted``, ``NeighbourSignal`` (every received frame),
+``DataForwarded``, ``RouteDiscoveryStarted``, ``RouteDiscoveryJoined``, ``NeighbourSignal`` (every received frame),
 ``MacOutcome`` (every TX status) and ``TxFailure`` (a failed unicast before it is a link break;
 ``decision.link_break=False`` keeps the link), and AODV's own (``events``): RERR, RREQ and RREP
 received (the last two with a mutable decision), route state changes, and ``AodvIpForward``
@@ -55,6 +55,7 @@ from nodes.core.hooks import (
     MacOutcome,
     NeighbourSignal,
     PacketDropped,
+    RouteDiscoveryJoined,
     RouteDiscoveryStarted,
     TxFailure,
     TxFailureDecision,
@@ -116,6 +117,7 @@ class AodvRouting(RoutingProtocol):
             LocalDelivery,
             DataForwarded,
             RouteDiscoveryStarted,
+            RouteDiscoveryJoined,
             NeighbourSignal,
             MacOutcome,
             TxFailure,
@@ -223,6 +225,8 @@ class AodvRouting(RoutingProtocol):
         if e is None or e.state is not RouteState.REPAIRING:
             if dst not in self.requests and self.ctx.hooks.has_subscribers(RouteDiscoveryStarted):
                 acts += self.ctx.hooks.emit(RouteDiscoveryStarted(now_ns=now, dst=dst, packet=packet))
+            elif dst in self.requests and self.ctx.hooks.has_subscribers(RouteDiscoveryJoined):
+                acts += self.ctx.hooks.emit(RouteDiscoveryJoined(now_ns=now, dst=dst, packet=packet))
             acts += self._start_discovery(dst, now)
         return acts
 

@@ -40,6 +40,7 @@ from nodes.core.hooks import (
     LinkFailure,
     LocalDelivery,
     PacketDropped,
+    RouteDiscoveryJoined,
     RouteDiscoveryStarted,
 )
 from nodes.core.protocol import NodeContext, RoutingProtocol
@@ -154,7 +155,7 @@ class DsrRouting(RoutingProtocol):
     Cross-layer events (``EMITS``; docs/dsr.md "Events"): the shared ``LinkFailure`` (with the
     interface-queue frames of the same next hop, already removed: each is then salvaged,
     re-routed or dropped, and reported), ``PacketDropped`` (with the full source route),
-    ``LocalDelivery``, ``DataForwarded`` (DSR header on) and ``RouteDiscoveryStarted``, and DSR's
+    ``LocalDelivery``, ``DataForwarded`` (DSR header on), ``RouteDiscoveryStarted`` and ``RouteDiscoveryJoined``, and DSR's
     own (``nodes.protocols.dsr.events``): the ROUTE ERROR sent (subscribers may append options to
     it) and received, salvaging, the cache's insert/remove/use/miss, overheard packets, every
     route sent to a neighbour, and routing packets forwarded (editable in place).
@@ -171,6 +172,7 @@ class DsrRouting(RoutingProtocol):
             LocalDelivery,
             DataForwarded,
             RouteDiscoveryStarted,
+            RouteDiscoveryJoined,
             DsrRouteErrorSent,
             DsrRouteErrorReceived,
             DsrPacketSalvaged,
@@ -329,6 +331,8 @@ class DsrRouting(RoutingProtocol):
             if self._wants(RouteDiscoveryStarted):
                 self._emit(RouteDiscoveryStarted(now_ns=self._now, dst=dst, packet=packet))
             self._send_rreq(d, nonprop=self.p.nonprop_request)
+        elif self._wants(RouteDiscoveryJoined):
+            self._emit(RouteDiscoveryJoined(now_ns=self._now, dst=dst, packet=packet))
 
     def _send_data(self, inner: bytes, route: Path) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.

@@ -201,6 +201,26 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *
 	}
 }
 
+/* A thaw's RTO cap before the thawing ACK's RTT sample. Linux 6.18 runs in_ack_event (where
+ * ctl_apply executes a command) after tcp_clean_rtx_queue() has taken the ACK's RTT sample and
+ * set the RTO from it, and the kernel prefers the segments' send times to the echoed timestamp: a
+ * thawing ACK of segments the kernel sent before the freeze (never retransmitted by it; the
+ * agent's probe is a copy) gives a sample as long as the freeze, and the RTO stayed at it until
+ * the next sample (measured: RTO 0.9 -> 8.7 s for 0.2 s after a 7.6 s freeze, CI red). This
+ * callback runs for every incoming segment with options (tcp_validate_incoming(), before
+ * tcp_ack()): while a restore command waits, set its cap now; ctl_apply then executes the
+ * command on the same ACK (and sets the same cap again). */
+static __always_inline void on_hdr_in(struct bpf_sock_ops *skops, struct tcpctl_st *st,
+				      const struct tcpctl_ctl *ctl)
+{
+	if (!ctl || ctl->cmd_seq == st->cmd_done)
+		return;
+	if (ctl->cmd == CMD_RESTORE_OLD)
+		set_rto_max(skops, st, (st->frz_rto_us + 999) / 1000);
+	else if (ctl->cmd == CMD_RESTORE_DEFAULT)
+		set_rto_max(skops, st, ELFN_DEFAULT_RTO_MS);
+}
+
 SEC("sockops")
 int tcpctl_sockops(struct bpf_sock_ops *skops)
 {
@@ -228,7 +248,8 @@ int tcpctl_sockops(struct bpf_sock_ops *skops)
 
 		bpf_map_update_elem(&tcpctl_st, &k, &zero, BPF_ANY);
 		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTO_CB_FLAG | BPF_SOCK_OPS_RETRANS_CB_FLAG |
-							 BPF_SOCK_OPS_STATE_CB_FLAG | BPF_SOCK_OPS_RTT_CB_FLAG);
+							 BPF_SOCK_OPS_STATE_CB_FLAG | BPF_SOCK_OPS_RTT_CB_FLAG |
+							 BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG);
 		return 1;
 	}
 	st = bpf_map_lookup_elem(&tcpctl_st, &k);
@@ -241,6 +262,9 @@ int tcpctl_sockops(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
 		on_rtt(skops, tp, st, ctl);
+		break;
+	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
+		on_hdr_in(skops, st, ctl);
 		break;
 	case BPF_SOCK_OPS_RETRANS_CB:
 		st->n_retrans++;
@@ -291,7 +315,7 @@ static __always_inline void rto_hold_end(struct sock *sk, struct tcpctl_st *st)
  * kernel's own estimator, __tcp_set_rto() = srtt + rttvar, is back under the cap, or at any ACK
  * RESTORE_OLD_HOLD_MAX_RTTS round trips of the srtt at the freeze after the thaw (then the path
  * itself has a longer RTT and the estimator takes over). A new command or a timeout also ends
- * it. Runs in in_ack_event, before this ACK's RTT sample. */
+ * it. Runs in in_ack_event, after this ACK's RTT sample (Linux 6.18). */
 static __always_inline int rto_hold_release(struct tcp_sock *tp, struct tcpctl_st *st)
 {
 	__u64 est_us;

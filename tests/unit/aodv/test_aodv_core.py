@@ -17,6 +17,7 @@ from nodes.core.hooks import (
     LocalDelivery,
     MacOutcome,
     NeighbourSignal,
+    RouteDiscoveryJoined,
     RouteDiscoveryStarted,
     UndeclaredEvent,
 )
@@ -537,14 +538,17 @@ def test_an_event_aodv_does_not_emit_is_an_error() -> None:
         c.ctx.hooks.subscribe(DsrRouteErrorReceived, lambda ev: None)
 
 
-def test_route_discovery_started_for_an_originated_packet_once() -> None:
+def test_route_discovery_started_for_an_originated_packet_once_and_joined_after() -> None:
     c = core(1)
     started: list[RouteDiscoveryStarted] = []
+    joined: list[RouteDiscoveryJoined] = []
     c.ctx.hooks.subscribe(RouteDiscoveryStarted, started.append)
+    c.ctx.hooks.subscribe(RouteDiscoveryJoined, joined.append)
     first, second = data(1, 9), data(1, 9, ttl=10)
     c.on_event(FromLocal(first), 0)
-    c.on_event(FromLocal(second), MS)  # the discovery is under way: no second event
+    c.on_event(FromLocal(second), MS)  # the discovery is under way: no second start, a join
     assert started == [RouteDiscoveryStarted(now_ns=0, dst=9, packet=first)]
+    assert joined == [RouteDiscoveryJoined(now_ns=MS, dst=9, packet=second)]
 
 
 def test_gdwn_route_still_forwards_data_and_returns_to_valid_on_new_route() -> None:

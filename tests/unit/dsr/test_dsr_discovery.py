@@ -6,7 +6,7 @@ import pytest
 from dsr_helpers import chain_links, core, net, sent, source_route, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S
-from nodes.core.hooks import PacketDropped
+from nodes.core.hooks import PacketDropped, RouteDiscoveryJoined, RouteDiscoveryStarted
 from nodes.protocols.dsr.options import RouteReply, RouteRequest
 
 
@@ -97,8 +97,14 @@ def test_target_replies_to_every_copy_and_initiator_learns_both() -> None:
 
 def test_packets_wait_in_send_buffer_during_discovery() -> None:
     n = net(4, chain_links(4))
+    started: list[RouteDiscoveryStarted] = []
+    joined: list[RouteDiscoveryJoined] = []
+    core(n, 1).ctx.hooks.subscribe(RouteDiscoveryStarted, started.append)
+    core(n, 1).ctx.hooks.subscribe(RouteDiscoveryJoined, joined.append)
     for k in range(5):
         n.inject(1, udp(1, 4, payload=bytes([k]) * 10), at_ns=k * NS_PER_MS)
     n.run_until(NS_PER_S)
     assert [p[-1] for _, p in n.nodes[4].delivered] == [0, 1, 2, 3, 4]
     assert n.nodes[1].ctx.counters.routing_sent["rreq"] == 2  # one discovery only
+    assert [e.packet[-1] for e in started] == [0]  # the first packet starts it ...
+    assert [(e.packet[-1], e.now_ns) for e in joined] == [(k, k * NS_PER_MS) for k in range(1, 5)]  # the others join
