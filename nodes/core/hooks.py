@@ -107,7 +107,8 @@ class RouteDiscoveryStarted(CrossLayerEvent):
 class RouteDiscoveryJoined(CrossLayerEvent):
     """A ``packet`` this station originated for ``dst`` waits for the route discovery this
     station already has under way (buffered, no new request): the TCP sender is still in the
-    discovery it initiated (ELFN, Yu 2004 s3.2; docs/fidelity.md "ELFN sender in discovery")."""
+    discovery it initiated (ELFN, Yu 2004 s3.2; docs/fidelity.md "ELFN freeze on salvaging / own
+    link failure")."""
 
     dst: int
     packet: bytes

@@ -56,12 +56,12 @@ _ST_SCALARS = (
     "ca_seen setsockopt_err state post_pending post_cwnd rto_hold rto_hold_seq post_rto_us hold_cwnd hold_una hold_caps "
     "rttvar_us rto_est_us"
 ).split()
-_ST_TAIL = ("rtt_sum_us", "rtt_sqerr", "rtt_err_n", "rto_hold_until_ms")
-_ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I2Q2I")
+_ST_TAIL = ("rtt_sum_us", "rtt_sqerr", "rtt_err_n", "rto_hold_until_ms", "thaw_rto_us", "thaws")
+_ST = struct.Struct(f"<{len(_ST_SCALARS)}I{RTO_LOG}Q{RTO_LOG}I{RTO_LOG}I2Q4I")
 RTT_ERR_UNIT_US = 10
 """Unit of ``rtt_sqerr`` (tcpctl.h ``RTT_ERR_UNIT_US``): the squared SRTT errors are summed in (10 us)^2."""
 
-CMD_SNAPSHOT, CMD_RESTORE_OLD, CMD_RESTORE_DEFAULT, CMD_SET, CMD_RESTORE_CWND = 1, 2, 3, 4, 5
+CMD_NONE, CMD_SNAPSHOT, CMD_RESTORE_OLD, CMD_RESTORE_DEFAULT, CMD_SET, CMD_RESTORE_CWND = 0, 1, 2, 3, 4, 5
 POLICY_STANDARD, POLICY_FIXED_AFTER_TWO, POLICY_ABRA = 0, 1, 2
 
 

@@ -109,9 +109,25 @@ class BpfKernel:
         return ConnKey(self.netns, conn.local_ip, conn.remote_ip, conn.local_port, conn.remote_port)
 
     def snapshot(self, conn: ConnId) -> None:
+        """Snapshot at a freeze, unless the last thaw's restore has not run yet.
+
+        A command runs when the kernel processes the connection's next ACK, and there is one
+        command slot: a freeze right after a thaw (the thaw's deferred segments join a route
+        discovery under way, ELFN) would replace the restore before the kernel has read the
+        thawing ACK, and snapshot the frozen kernel's state instead. The connection has not
+        sent since the last snapshot then: keep it for the next thaw, and replace the restore by
+        ``CMD_NONE`` (which also ends an RTO cap set for it). If the kernel runs the restore
+        between this read and the write, it ran for microseconds with the restored values."""
         from nodes.tcpctl import kernel as K
 
-        self.maps.command(self.key(conn), K.CMD_SNAPSHOT)
+        key = self.key(conn)
+        ctl = self.maps.ctl(key)
+        if ctl.cmd in (K.CMD_RESTORE_OLD, K.CMD_RESTORE_DEFAULT):
+            st = self.maps.state(key)
+            if st is not None and st["cmd_done"] != ctl.cmd_seq:
+                self.maps.command(key, K.CMD_NONE)
+                return
+        self.maps.command(key, K.CMD_SNAPSHOT)
 
     def restore(self, conn: ConnId, mode: KernelRestore) -> None:
         from nodes.tcpctl import kernel as K

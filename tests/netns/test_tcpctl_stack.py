@@ -33,7 +33,10 @@ T_OUT = 5.0  # the sta2-sta3 link goes down
 OUTAGE_S = 10.0
 T_BACK = T_OUT + OUTAGE_S
 PROBE_S = 2.0  # ELFN thaw timer
-ACK_DRAIN_S = 0.3  # after the break, the ACKs between it and the sender have arrived
+ACK_QUIET_S = 0.25
+"""After the break, freeze once no segment has reached the sender for this long: the ACKs that
+were between the break and the sender have arrived (they wait behind sta2's failing data frames,
+seen > 0.3 s after the break), and the kernel's RTO (>= 0.6 s here) has not expired."""
 
 
 @pytest.fixture(autouse=True)
@@ -88,6 +91,19 @@ class Run(StackRun):
             e["t_s"] = (e["t_ns"] - epoch) / 1e9
         self.extra["rto_events_t_s"] = [round(e["t_s"], 3) for e in k["rto_events"]]
         return dict(k)
+
+    def wait_acks_quiet(self, conn: str, quiet_s: float, timeout_s: float) -> float:
+        """Router time once ``conn``'s sender has received nothing for ``quiet_s``."""
+        end = time.monotonic() + timeout_s
+        seen, since = -1, time.monotonic()
+        while time.monotonic() < end:
+            n = self.agent().call("state", conn=conn)["agent"]["seg_in"]
+            if n != seen:
+                seen, since = n, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                break
+            time.sleep(0.02)
+        return self.now()
 
     def trace(self, conn: str) -> list[list[Any]]:
         tr: list[list[Any]] = self.agent().call("trace_dump", conn=conn)["trace"]
@@ -200,7 +216,7 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
         # any ACK that arrives while frozen thaws (Yu 2004 Algorithm 2), also one already on its
         # way back when the link broke: freeze once those have arrived, well before the kernel's
         # RTO (>= 0.6 s here)
-        r.at(T_OUT + ACK_DRAIN_S)
+        t_freeze = r.wait_acks_quiet(conn, ACK_QUIET_S, 2.0)
         r.agent().call("freeze", conn=conn, restore=restore)
         n0 = r.timeouts_now()
         # the probes go out every 2 s from the freeze: bring the link back between two of them
@@ -221,6 +237,7 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
         after = [s for s in ser if t_thaw is not None and s["t_s"] > t_thaw - 0.05]
         r.extra.update(
             t_out=t_out,
+            t_freeze=t_freeze,
             t_back=t_back,
             t_thaw=t_thaw,
             t_resume=t_resume,
@@ -247,6 +264,7 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
     assert k["cmd_done"] == 2
     assert k["applied_cwnd"] == 2
     assert k["post_cwnd"] in (2, 3)
+    assert k["thaw_rto_us"] <= 6_000_000, r.extra  # the thawing ACK's own sample already capped
     assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
     assert k["rto_hold"] == 0  # ... released at the first ACK of data sent after the thaw
 

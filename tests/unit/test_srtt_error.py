@@ -43,12 +43,14 @@ def test_large_errors_weigh_quadratically() -> None:
 
 def test_state_tail_unpacks_after_the_rto_log() -> None:
     n = len(K._ST_SCALARS)
-    vals = [0] * n + [0] * K.RTO_LOG * 3 + [123_456, 789, 42, 0]
+    vals = [0] * n + [0] * K.RTO_LOG * 3 + [123_456, 789, 42, 0, 5_000_000, 3]
     raw = K._ST.pack(*vals)
-    assert K._ST.size == 4 * n + 16 * K.RTO_LOG + 16 + 8  # tcpctl.h: 2 u64 then 2 u32 at the end
+    assert K._ST.size == 4 * n + 16 * K.RTO_LOG + 16 + 16  # tcpctl.h: 2 u64 then 4 u32 at the end
+    assert K._ST.size % 8 == 0  # no tail padding in the C struct (it has u64 members)
     d = K.unpack_st(raw)
     assert (d["rtt_sum_us"], d["rtt_sqerr"], d["rtt_err_n"]) == (123_456, 789, 42)
-    assert struct.calcsize("<2Q2I") == 24
+    assert (d["thaw_rto_us"], d["thaws"]) == (5_000_000, 3)
+    assert struct.calcsize("<2Q4I") == 32
 
 
 def test_run_metric_pools_the_flows_samples() -> None:

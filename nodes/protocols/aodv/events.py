@@ -1,6 +1,6 @@
 """AODV's own cross-layer events (RFC 3561): those whose payload only AODV has. The events AODV
 shares with DSR and static routing (``LinkFailure``, ``PacketDropped``, ``LocalDelivery``,
-``DataForwarded``, ``RouteDiscoveryStarted``, ``NeighbourSignal``, ``MacOutcome``, ``TxFailure``)
+``DataForwarded``, ``RouteDiscoveryStarted``, ``RouteDiscoveryJoined``, ``NeighbourSignal``, ``MacOutcome``, ``TxFailure``)
 are in ``nodes.core.hooks``; ``AodvRouting.EMITS`` lists both (docs/aodv.md "Events").
 """
 

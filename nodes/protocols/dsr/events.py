@@ -1,6 +1,6 @@
 """DSR's own cross-layer events (RFC 4728): those whose payload only DSR has. The events DSR
 shares with AODV and static routing (``LinkFailure``, ``PacketDropped``, ``LocalDelivery``,
-``DataForwarded``, ``RouteDiscoveryStarted``) are in ``nodes.core.hooks``; ``DsrRouting.EMITS``
+``DataForwarded``, ``RouteDiscoveryStarted``, ``RouteDiscoveryJoined``) are in ``nodes.core.hooks``; ``DsrRouting.EMITS``
 lists both (docs/dsr.md "Events").
 """
 

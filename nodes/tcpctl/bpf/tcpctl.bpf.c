@@ -44,6 +44,9 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 /* st->rto_hold: which thaw holds the RTO under a cap */
 #define RTO_HOLD_DEFAULT 1 /* restore=default: exactly 6 s */
 #define RTO_HOLD_OLD 2     /* restore=old: the RTO at the freeze */
+#define RTO_HOLD_PRE 3     /* a restore's cap set before its ACK's RTT sample (on_hdr_in); the
+			    * command's execution (ctl_apply) replaces it, a command that replaced
+			    * the restore ends it */
 /* Stations (network namespaces) one run can register; kernel.py MAX_STATIONS is the same number.
  * The papers' largest field is 100 stations (Cohen, Yu's 100-node field). */
 #define TCPCTL_MAX_STATIONS 1024
@@ -68,6 +71,15 @@ struct {
 	__type(key, struct tcpctl_key);
 	__type(value, struct tcpctl_st);
 } tcpctl_st SEC(".maps");
+
+/* One all-zero entry, never written: a new connection's tcpctl_st starts from it (the struct is
+ * too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcpctl_st);
+} tcpctl_st_zero SEC(".maps");
 
 static __always_inline __u32 jiffies_to_us(__u32 j)
 {
@@ -106,7 +118,7 @@ static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *
 	__u32 i = st->n_rto % TCPCTL_RTO_LOG;
 	__u32 next_us = 0;
 
-	if (st->rto_hold == RTO_HOLD_OLD) {
+	if (st->rto_hold == RTO_HOLD_OLD || st->rto_hold == RTO_HOLD_PRE) {
 		/* a timeout while restore=old caps the RTO: the kernel backs off from the RTO at the
 		 * freeze, as the paper's TCP would from the restored one */
 		st->rto_hold = 0;
@@ -213,12 +225,23 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *
 static __always_inline void on_hdr_in(struct bpf_sock_ops *skops, struct tcpctl_st *st,
 				      const struct tcpctl_ctl *ctl)
 {
-	if (!ctl || ctl->cmd_seq == st->cmd_done)
+	__u32 ms;
+
+	/* only sockets of the controllable congestion control execute commands (ctl_apply) */
+	if (!ctl || ctl->cmd_seq == st->cmd_done || !st->ca_seen)
 		return;
 	if (ctl->cmd == CMD_RESTORE_OLD)
-		set_rto_max(skops, st, (st->frz_rto_us + 999) / 1000);
+		ms = (st->frz_rto_us + 999) / 1000;
 	else if (ctl->cmd == CMD_RESTORE_DEFAULT)
-		set_rto_max(skops, st, ELFN_DEFAULT_RTO_MS);
+		ms = ELFN_DEFAULT_RTO_MS;
+	else
+		return;
+	if (ms < 1000)
+		ms = 1000;
+	if (st->rto_hold != RTO_HOLD_PRE || st->rto_max_ms != ms)
+		set_rto_max(skops, st, ms);
+	/* also keeps on_rtt's end of a timeout series from lifting it on this ACK */
+	st->rto_hold = RTO_HOLD_PRE;
 }
 
 SEC("sockops")
@@ -244,9 +267,12 @@ int tcpctl_sockops(struct bpf_sock_ops *skops)
 		return 1;
 
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB || op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
-		struct tcpctl_st zero = {};
+		__u32 z = 0;
+		struct tcpctl_st *zero = bpf_map_lookup_elem(&tcpctl_st_zero, &z);
 
-		bpf_map_update_elem(&tcpctl_st, &k, &zero, BPF_ANY);
+		if (!zero)
+			return 1;
+		bpf_map_update_elem(&tcpctl_st, &k, zero, BPF_ANY);
 		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTO_CB_FLAG | BPF_SOCK_OPS_RETRANS_CB_FLAG |
 							 BPF_SOCK_OPS_STATE_CB_FLAG | BPF_SOCK_OPS_RTT_CB_FLAG |
 							 BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG);
@@ -322,6 +348,8 @@ static __always_inline int rto_hold_release(struct tcp_sock *tp, struct tcpctl_s
 
 	if (!st->rto_hold)
 		return 0;
+	if (st->rto_hold == RTO_HOLD_PRE)
+		return 1; /* its command was replaced before it ran (ctl_apply runs commands first) */
 	if (st->rto_hold == RTO_HOLD_OLD &&
 	    (__s32)((__u32)(bpf_ktime_get_ns() / 1000000) - st->rto_hold_until_ms) >= 0)
 		return 1;
@@ -416,6 +444,11 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 				st->hold_una = tp->snd_una;
 			}
 			break;
+		}
+		if (ctl->cmd == CMD_RESTORE_OLD || ctl->cmd == CMD_RESTORE_DEFAULT) {
+			/* after this ACK's RTT sample set the RTO (tcp_set_rto, bounded by the cap) */
+			st->thaw_rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
+			st->thaws++;
 		}
 	}
 	if (!in_cong_avoid && st->hold_cwnd && after32(tp->snd_una, st->hold_una) && tp->snd_wnd)

@@ -95,6 +95,8 @@ struct tcpctl_st { /* written by BPF only */
 	__u64 rtt_sqerr;     /* sum of (srtt_before - mrtt)^2, in (RTT_ERR_UNIT_US us)^2 */
 	__u32 rtt_err_n;     /* how many such samples */
 	__u32 rto_hold_until_ms; /* restore=old: the cap ends by then (bpf_ktime_get_ns() / 1e6) */
+	__u32 thaw_rto_us;   /* icsk_rto right after the last ELFN restore's ACK (its RTT sample in) */
+	__u32 thaws;         /* ELFN restores (old or default) executed */
 };
 
 #endif
