@@ -11,7 +11,7 @@ import pytest
 from nodes.core import NS_PER_MS, NS_PER_S
 from nodes.core.addr import station_ip_bytes, station_ip_int
 from nodes.core.events import Frame
-from nodes.core.hooks import LinkFailure
+from nodes.core.hooks import LinkFailure, RouteDiscoveryJoined
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import SimNetwork
 from nodes.extensions import attach_extensions
@@ -325,6 +325,13 @@ def test_aodv_route_error_freezes_connections_to_unreachable_destinations() -> N
     assert ext.conns[c5].freezes == [20 * NS_PER_MS]
     hold = agent.conns[c5].hold
     assert hold is not None and hold.thaw_seqno == ISS + 3 * MSS
+    # thawed (a late ACK), its next segment waits for the discovery under way: frozen again
+    agent.thaw(c5, 30 * NS_PER_MS)
+    seg = data(4, c5)
+    ctx.hooks.emit(RouteDiscoveryJoined(now_ns=40 * NS_PER_MS, dst=5, packet=seg))
+    assert ext.state_of(c5) == ElfnState.FROZEN and ext.conns[c5].freezes[-1] == 40 * NS_PER_MS
+    hold = agent.conns[c5].hold
+    assert hold is not None and hold.thaw_seqno == ISS + 4 * MSS
 
 
 def test_a_duplicate_ack_below_the_probe_thaws_and_is_recorded() -> None:

@@ -551,6 +551,20 @@ def test_route_discovery_started_for_an_originated_packet_once_and_joined_after(
     assert joined == [RouteDiscoveryJoined(now_ns=MS, dst=9, packet=second)]
 
 
+def test_packet_waiting_for_a_local_repair_neither_starts_nor_joins_a_discovery() -> None:
+    c = core(1)
+    events: list[RouteDiscoveryStarted | RouteDiscoveryJoined] = []
+    c.ctx.hooks.subscribe(RouteDiscoveryStarted, events.append)
+    c.ctx.hooks.subscribe(RouteDiscoveryJoined, events.append)
+    e = c.table.add(RouteEntry(9, 4, 2, 10, True, 5000 * MS))
+    c.table.set_state(e, RouteState.REPAIRING, 0)
+    c.on_event(FromLocal(data(1, 9)), 0)
+    c.on_event(FromLocal(data(1, 9, ttl=10)), MS)
+    assert events == []  # the repair's discovery is not the sender's
+    c.on_event(FromLocal(data(1, 8)), 2 * MS)  # no route at all to 8: a discovery of its own
+    assert [type(ev) for ev in events] == [RouteDiscoveryStarted]
+
+
 def test_gdwn_route_still_forwards_data_and_returns_to_valid_on_new_route() -> None:
     c = core(3)
     e = c.table.add(RouteEntry(9, 4, 2, 10, True, 5000 * MS))
