@@ -36,6 +36,7 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
 #define ELFN_DEFAULT_RTO_MS 6000  /* Yu 2004 s3.1: "default values (RTO 6 s, cwnd 2)" */
+#define RTO_MAX_FLOOR_MS 1000     /* the kernel's floor for TCP_RTO_MAX_MS */
 /* Longest the thaw's restore=old RTO cap lasts, in round trips of the srtt at the freeze. Linux's
  * rttvar_us falls by 1/4 of its excess per round trip (tcp_rtt_estimator), so a spike of 10x the
  * old RTO is gone in ln 10 / ln(4/3) = 8 round trips; this is twice that. Ours, not the paper's:
@@ -102,8 +103,8 @@ static __always_inline void set_rto_max(struct bpf_sock_ops *skops, struct tcpct
 {
 	int v = ms;
 
-	if (v < 1000)
-		v = 1000; /* the kernel's floor for TCP_RTO_MAX_MS */
+	if (v < RTO_MAX_FLOOR_MS)
+		v = RTO_MAX_FLOOR_MS;
 	if (bpf_setsockopt(skops, SOL_TCP, TCP_RTO_MAX_MS, &v, sizeof(v)))
 		st->setsockopt_err++;
 	else
@@ -213,6 +214,16 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops, struct tcp_sock *
 	}
 }
 
+/* The RTO cap (ms, before the kernel's floor) an ELFN restore command sets; 0: not a restore. */
+static __always_inline __u32 restore_cap_ms(const struct tcpctl_st *st, __u32 cmd)
+{
+	if (cmd == CMD_RESTORE_OLD)
+		return (st->frz_rto_us + 999) / 1000; /* the RTO at the freeze */
+	if (cmd == CMD_RESTORE_DEFAULT)
+		return ELFN_DEFAULT_RTO_MS;
+	return 0;
+}
+
 /* A thaw's RTO cap before the thawing ACK's RTT sample. Linux 6.18 runs in_ack_event (where
  * ctl_apply executes a command) after tcp_clean_rtx_queue() has taken the ACK's RTT sample and
  * set the RTO from it, and the kernel prefers the segments' send times to the echoed timestamp: a
@@ -230,14 +241,11 @@ static __always_inline void on_hdr_in(struct bpf_sock_ops *skops, struct tcpctl_
 	/* only sockets of the controllable congestion control execute commands (ctl_apply) */
 	if (!ctl || ctl->cmd_seq == st->cmd_done || !st->ca_seen)
 		return;
-	if (ctl->cmd == CMD_RESTORE_OLD)
-		ms = (st->frz_rto_us + 999) / 1000;
-	else if (ctl->cmd == CMD_RESTORE_DEFAULT)
-		ms = ELFN_DEFAULT_RTO_MS;
-	else
+	ms = restore_cap_ms(st, ctl->cmd);
+	if (!ms)
 		return;
-	if (ms < 1000)
-		ms = 1000;
+	if (ms < RTO_MAX_FLOOR_MS)
+		ms = RTO_MAX_FLOOR_MS;
 	if (st->rto_hold != RTO_HOLD_PRE || st->rto_max_ms != ms)
 		set_rto_max(skops, st, ms);
 	/* also keeps on_rtt's end of a timeout series from lifting it on this ACK */
@@ -319,8 +327,8 @@ static __always_inline void set_cw(struct tcp_sock *tp, struct tcpctl_st *st, __
 /* TCP_RTO_MAX_MS from the congestion control (ms; the kernel's floor is 1000). 1 if set. */
 static __always_inline int ca_set_rto_max(struct sock *sk, struct tcpctl_st *st, int ms)
 {
-	if (ms < 1000)
-		ms = 1000;
+	if (ms < RTO_MAX_FLOOR_MS)
+		ms = RTO_MAX_FLOOR_MS;
 	if (bpf_setsockopt(sk, SOL_TCP, TCP_RTO_MAX_MS, &ms, sizeof(ms))) {
 		st->setsockopt_err++;
 		return 0;
@@ -412,7 +420,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			 * before the freeze give samples as long as the freeze (measured: srtt 0.39 s ->
 			 * 1.7 s, RTO 0.89 s -> 11.3 s after a 5.6 s freeze). Cap the RTO at its value at
 			 * the freeze until the estimator is back under it (see rto_hold_release). */
-			if (ca_set_rto_max(sk, st, (st->frz_rto_us + 999) / 1000)) {
+			if (ca_set_rto_max(sk, st, restore_cap_ms(st, CMD_RESTORE_OLD))) {
 				st->rto_hold = RTO_HOLD_OLD;
 				st->rto_hold_seq = tp->snd_nxt;
 				st->rto_hold_until_ms = (__u32)(bpf_ktime_get_ns() / 1000000) +
@@ -424,7 +432,7 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			st->armed = 1;
 			/* ELFN default RTO 6 s: cap the RTO at 6 s now (the agent made the thawing ACK carry
 			 * an RTT sample that puts the estimator above it) until the first ACK of new data */
-			ca_set_rto_max(sk, st, ELFN_DEFAULT_RTO_MS);
+			ca_set_rto_max(sk, st, restore_cap_ms(st, CMD_RESTORE_DEFAULT));
 			st->rto_hold = RTO_HOLD_DEFAULT;
 			st->rto_hold_seq = tp->snd_nxt;
 			break;
@@ -445,8 +453,8 @@ static __always_inline int ctl_apply(struct sock *sk, int in_cong_avoid)
 			}
 			break;
 		}
-		if (ctl->cmd == CMD_RESTORE_OLD || ctl->cmd == CMD_RESTORE_DEFAULT) {
-			/* after this ACK's RTT sample set the RTO (tcp_set_rto, bounded by the cap) */
+		if (restore_cap_ms(st, ctl->cmd)) {
+			/* an ELFN restore ran: after this ACK's RTT sample set the RTO (tcp_set_rto, bounded by the cap) */
 			st->thaw_rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
 			st->thaws++;
 		}
