@@ -14,12 +14,14 @@ means (``experiments.stats.paired_change``), combined over the paper's points as
 to").
 **reproduced**: same direction as the paper and the interval excludes zero; **contradicted**:
 opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero at
-the sweep's maximum of paired seeds, or is narrower than the sweep's stopping half-width
-(``until.half_width_pct``: "no clear effect", the sweep adds no seeds there; for a claim over
-several points, each point's interval must be final too); **undecided**: it spans zero with fewer (the sweep goes on);
-**pending**: fewer paired seeds than the sweep's minimum, no verdict yet whatever the interval.
-A paper's "no effect" (|paper| < 1 %) is reproduced when our interval lies within +-5 %. Then:
-is our size within a factor of 2 of the paper's? A hand-written section, ``docs/results/notes/
+the sweep's maximum of paired seeds; **no clear effect**: it spans zero and is already narrower
+than the sweep's stopping half-width (``until.half_width_pct``), so the sweep adds no seeds there
+before its maximum (for a claim over several points, each point's interval must be final too; the
+verdict says whether the paper's number lies outside our interval); **undecided**: it spans zero
+with fewer seeds and the sweep goes on; **pending**: fewer paired seeds than the sweep's minimum,
+no verdict yet whatever the interval. A paper's "no effect" (|paper| < 1 %) is also reproduced
+when our interval spans zero within +-5 %. Then: is our size within a factor of 2 of the paper's
+(for a reproduced claim and for an absolute value)? A hand-written section, ``docs/results/notes/
 <experiment>.md`` (the setup as run, deviations explained), is included when it exists.
 """
 
@@ -35,7 +37,7 @@ from pathlib import Path
 
 from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_changed
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
-from experiments.rows import DATA_DIR, RunRecord
+from experiments.rows import DATA_DIR, DIRTY_SUFFIX, RunRecord
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep
 from experiments.stats import NAN_CHANGE, Change, Verdict, decide, paired_change, summarize
 
@@ -82,23 +84,32 @@ class Result:
             open_ == "undecided"
             and decide(c, h, lo, hi) is Verdict.PRECISE
             and all(decide(b, h, lo, hi).final for b in self.blocks)
-        ):  # the sweep's own stopping rule is met ("no clear effect"): it adds no seeds here
-            open_ = f"inconclusive (no clear effect: +-{c.half_width:.1f} <= +-{h:g} points)"
-        if abs(self.claim.paper) < 1.0:
-            if -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
-                return "reproduced"
-            return "contradicted" if c.excludes_zero() else open_
+        ):  # the sweep's own stopping rule is met: it adds no seeds here
+            paper = self.claim.paper
+            where = "outside" if not c.low <= paper <= c.high else "inside"
+            open_ = (
+                f"no clear effect (+-{c.half_width:.1f} <= +-{h:g} points at {c.n} seeds; "
+                f"the paper's {paper:+g} % {where} our interval)"
+            )
         if not c.excludes_zero():
+            if abs(self.claim.paper) < 1.0 and -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
+                return f"reproduced (no effect: within +-{NO_EFFECT_BAND_PCT:g} %)"
             return open_
         return "reproduced" if (c.value > 0) == (self.claim.paper > 0) else "contradicted"
 
     @property
     def within_factor(self) -> str:
-        """Is our size within ``SIZE_FACTOR`` of the paper's (for a reproduced relative claim)?"""
-        if self.verdict != "reproduced" or abs(self.claim.paper) < 1.0:
+        """Is our size within ``SIZE_FACTOR`` of the paper's? For an absolute value, and for a
+        relative claim whose direction we reproduced (its interval excludes zero)."""
+        if math.isnan(self.value) or self.claim.paper == 0.0:
+            return "-"
+        if self.claim.kind == "change_pct" and not (
+            self.verdict == "reproduced" and self.change.excludes_zero()
+        ):
             return "-"
         ratio = self.value / self.claim.paper
-        return "yes" if 1.0 / SIZE_FACTOR <= ratio <= SIZE_FACTOR else f"no ({ratio:.2g}x)"
+        ok = 1.0 / SIZE_FACTOR <= ratio <= SIZE_FACTOR
+        return f"{'yes' if ok else 'no'} ({ratio:.2g}x)"
 
 
 def _matches(params: Mapping[str, str], where: Mapping[str, object]) -> bool:
@@ -192,10 +203,23 @@ def _interval(c: Change, unit: str) -> str:
 
 
 def comparison_markdown(
-    exp: str, paper: Paper, results: list[Result], rows: Rows, sweep: Sweep, notes: str
+    exp: str,
+    paper: Paper,
+    results: list[Result],
+    rows: Rows,
+    sweep: Sweep,
+    notes: str,
+    sweep_file: Path | None = None,
 ) -> str:
     groups = group_runs(rows.counted)
     revisions = sorted({r.revision for r in rows.counted if r.revision})
+    dirty = sum(r.revision.endswith(DIRTY_SUFFIX) for r in rows.counted)
+    dirty_txt = (
+        f" {dirty} of the {len(rows.counted)} runs were made from a working tree with uncommitted "
+        f"changes (`{DIRTY_SUFFIX}`): their code is the revision's plus edits not recorded."
+        if dirty
+        else ""
+    )
     hosts = sorted({r.host for r in rows.counted if r.host})
     wall_h = sum(r.wall_s for r in [*rows.counted, *rows.invalid] if r.wall_s > 0) / 3600.0
     seq = sweep.sequential
@@ -211,9 +235,10 @@ def comparison_markdown(
         f"Generated by `python -m experiments.compare {exp}` from the rows in "
         f"`docs/results/data/{exp}.csv`: {len(rows.counted)} valid runs in {len(groups)} points "
         f"({len(rows.invalid)} invalid runs re-run, {len(rows.problems)} rows skipped). "
-        f"Scenario `{sweep.scenario}`, {seeds_txt}. {sweep.description}".rstrip(),
+        f"Sweep `{sweep_file or default_sweep_file(exp)}`, scenario `{sweep.scenario}`, {seeds_txt}. "
+        f"{sweep.description}".rstrip(),
         "",
-        f"Revisions: {', '.join(revisions) or 'n/a'}. Hosts: {', '.join(hosts) or 'n/a'}. "
+        f"Revisions: {', '.join(revisions) or 'n/a'}.{dirty_txt} Hosts: {', '.join(hosts) or 'n/a'}. "
         f"Run time paid: {wall_h:.1f} h of wall clock over all runs (before parallelism).",
         "",
         "Relative numbers are paired changes 100 x (mean(ours) / mean(baseline) - 1) over the seeds "
@@ -263,9 +288,9 @@ def comparison_markdown(
         lines.append("No valid runs yet.")
     if rows.problems:
         lines += ["", "Rows skipped:", ""] + [f"- {p}" for p in rows.problems[:20]]
-    figs = [
-        f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures if f.part == sweep.part
-    ] + [f"![claims]({figure_file(exp, paper, 'claims')})"]
+    figs = [f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures if f.part == sweep.part]
+    if has_claims_figure(results):
+        figs.append(f"![claims]({figure_file(exp, paper, 'claims')})")
     lines += ["", "## Figures", "", *figs, ""]
     return "\n".join(lines)
 
@@ -339,6 +364,11 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     return True
 
 
+def has_claims_figure(results: Sequence[Result]) -> bool:
+    """Whether ``draw_claims`` draws anything: only relative claims go on it."""
+    return any(r.claim.kind == "change_pct" for r in results)
+
+
 def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
     """The paper's relative numbers against ours, with our 95 % intervals."""
     import matplotlib
@@ -347,7 +377,7 @@ def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
     import matplotlib.pyplot as plt
 
     rel = [r for r in results if r.claim.kind == "change_pct"]
-    if not rel:
+    if not has_claims_figure(results):
         return False
     figure, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(rel) + 2), 4.5))
     idx = list(range(len(rel)))
@@ -387,6 +417,7 @@ def compare(
     paper_key: str | None = None,
     data_dir: str | Path = DATA_DIR,
     reports_dir: str | Path = REPORTS_DIR,
+    sweep_file: Path | None = None,
 ) -> tuple[Path, bool]:
     """Write ``<reports_dir>/<experiment>.md`` and its figures from the rows alone; returns the
     report's path and whether its content changed (the figures are redrawn every time)."""
@@ -414,7 +445,7 @@ def compare(
     out_dir = Path(reports_dir)
     notes_file = out_dir / "notes" / f"{exp}.md"
     notes = notes_file.read_text(encoding="utf-8") if notes_file.exists() else ""
-    md = comparison_markdown(exp, paper, results, rows, sweep, notes)
+    md = comparison_markdown(exp, paper, results, rows, sweep, notes, sweep_file)
     out = out_dir / f"{exp}.md"
     changed = write_if_changed(out, md)
     for fig in paper.figures:
@@ -444,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     if sweep.experiment != args.experiment:
         sweep = sweep.model_copy(update={"experiment": args.experiment})
     try:
-        path, changed = compare(sweep, args.paper, args.data, args.reports)
+        path, changed = compare(sweep, args.paper, args.data, args.reports, sweep_file)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2

@@ -99,10 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = parse_where(a.where)
         for axis, _ in where:
             if axis not in axes:
-                raise InvalidateError(f"--where {axis}=...: no such axis in {store.path} (axes: {', '.join(axes)})")
+                raise InvalidateError(
+                    f"--where {axis}=...: no such axis in {store.path} (axes: {', '.join(axes)})"
+                )
         commit = None
         if a.without:
-            r = subprocess.run(["git", "rev-parse", "--verify", f"{a.without}^{{commit}}"], capture_output=True, text=True)
+            r = subprocess.run(
+                ["git", "rev-parse", "--verify", f"{a.without}^{{commit}}"], capture_output=True, text=True
+            )
             if r.returncode != 0:
                 raise InvalidateError(f"--without {a.without!r}: not a commit of this repository")
             commit = r.stdout.strip()
@@ -116,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             labels = " ".join(f"{k}={v}" for k, v in rec.params.items())
             print(f"  {rec.run_id}  {labels} seed={rec.seed}  revision {rec.revision}")
         for rec in undecided:
-            print(f"  left valid: {rec.run_id} (revision {rec.revision or 'none'}: git cannot tell; name it with --run-id)")
+            print(
+                f"  left valid: {rec.run_id} (revision {rec.revision or 'none'}: git cannot tell; name it with --run-id)"
+            )
         if a.dry_run:
             print(f"{len(recs)} row(s) would be marked invalid")
             return 0

@@ -203,6 +203,45 @@ def _yu() -> Paper:
             {"scheme": "elfn"},
             "min",
         ),
+        # The 100-node field (2200 x 600 m, 20 m/s, non-promiscuous): part "100",
+        # experiments/sweeps/yu2004-100.yaml. "up to +173 % (path cache) and +210 % (DSR-Update)";
+        # timeouts "more than -33 % / -44 %" (at 20 m/s, the one speed that part runs).
+        *(
+            Claim(
+                f"{scheme}-throughput-100",
+                f"{name} vs TCP-ELFN throughput, 100 nodes, 1 flow, 20 m/s, non-promiscuous: up to "
+                f"{paper_pct:+g} %",
+                "throughput_total_bps",
+                "change_pct",
+                {"scheme": scheme, **one_flow},
+                paper_pct,
+                {"scheme": "elfn"},
+                "max",
+                part="100",
+            )
+            for scheme, name, paper_pct in (
+                ("epln_bead", "EPLN+BEAD", 173.0),
+                ("dsr_update", "EPLN+BEAD with DSR-Update", 210.0),
+            )
+        ),
+        *(
+            Claim(
+                f"{scheme}-timeouts-100",
+                f"{name} vs TCP-ELFN timeouts per connection, 100 nodes, 1 flow, 20 m/s: more than "
+                f"{paper_pct:+g} %",
+                "tcp_timeouts_per_flow",
+                "change_pct",
+                {"scheme": scheme, **one_flow},
+                paper_pct,
+                {"scheme": "elfn"},
+                "min",
+                part="100",
+            )
+            for scheme, name, paper_pct in (
+                ("epln_bead", "EPLN+BEAD", -33.0),
+                ("dsr_update", "EPLN+BEAD with DSR-Update", -44.0),
+            )
+        ),
     )
     figs = (
         Figure(
@@ -232,6 +271,27 @@ def _yu() -> Paper:
             ylabel="routing packets",
             series=("scheme",),
             panels=("tcp_flows",),
+        ),
+    )
+    figs += (
+        Figure(
+            "yu2004-throughput-100",
+            "Yu 2004, 100 nodes: aggregate TCP throughput at 20 m/s, non-promiscuous",
+            x="speed",
+            metric="throughput_total_bps",
+            ylabel="throughput (kbit/s)",
+            series=("scheme",),
+            scale=1e-3,
+            part="100",
+        ),
+        Figure(
+            "yu2004-timeouts-100",
+            "Yu 2004, 100 nodes: timeouts (slow-starts) per connection at 20 m/s",
+            x="speed",
+            metric="tcp_timeouts_per_flow",
+            ylabel="timeouts per connection",
+            series=("scheme",),
+            part="100",
         ),
     )
     return Paper("yu2004", "Yu 2004, EPLN, BEAD and DSR-Update over DSR with TCP-ELFN", claims, figs)
@@ -265,6 +325,26 @@ def _klemm() -> Paper:
             {"lm": "combined", "mobility.max_speed_mps": 20},
             2.0,
             unit="RTO/100 pkt",
+        ),
+        Claim(
+            "combined-rto-change",
+            "Combined LM vs original AODV: TCP RTOs per 100 delivered packets at high mobility, "
+            "about 6 -> about 2 (-67 %)",
+            "rto_per_100_pkts",
+            "change_pct",
+            {"lm": "combined", "mobility.max_speed_mps": 20},
+            round(100 * (2.0 / 6.0 - 1), 1),
+            {"lm": "original"},
+        ),
+        Claim(
+            "combined-loss-change",
+            "Combined LM vs original AODV: packet loss ratio at high mobility, up to 13 % -> below 2 % "
+            "(-85 % or more)",
+            "packet_loss_pct",
+            "change_pct",
+            {"lm": "combined", "mobility.max_speed_mps": 20},
+            round(100 * (2.0 / 13.0 - 1), 1),
+            {"lm": "original"},
         ),
         Claim(
             "original-loss",
@@ -448,15 +528,18 @@ def _liu_time(part: str, delay: str, tcp_s: float, atcp_s: float, what: str, whe
     )
 
 
-def _liu_atcp_value(part: str, delay: str, atcp_s: float, what: str, where: str) -> Claim:
-    axis, atcp, _ = _LIU_AXIS[part]
+def _liu_value(
+    part: str, arm: Literal["atcp", "tcp"], delay: str, seconds: float, what: str, where: str
+) -> Claim:
+    axis, atcp, tcp = _LIU_AXIS[part]
+    name = "ATCP" if arm == "atcp" else "TCP"
     return Claim(
-        f"atcp-seconds-{part}-{delay}",
-        f"ATCP file transfer time, {what}, d = {delay} ms: {atcp_s:g} s ({where})",
+        f"{arm}-seconds-{part + '-' if part else ''}{delay}",
+        f"{name} file transfer time, {what}, d = {delay} ms: {seconds:g} s ({where})",
         TRANSFER_TIME_LB,
         "value",
-        {axis: atcp, "delay": delay},
-        atcp_s,
+        {axis: atcp if arm == "atcp" else tcp, "delay": delay},
+        seconds,
         unit="s",
         part=part,
     )
@@ -476,11 +559,17 @@ def _liu() -> Paper:
     claims = (
         _liu_time("", "10", 900, 425, "BER only", ber),
         _liu_time("", "50", 1900, 425, "BER only", ber),
+        _liu_value("", "tcp", "10", 900, "BER only", ber),
+        _liu_value("", "tcp", "50", 1900, "BER only", ber),
+        _liu_value("", "atcp", "10", 425, "BER only", ber),
+        _liu_value("", "atcp", "50", 425, "BER only", ber),
         _liu_time("congestion", "10", 1200, 460, "BER and congestion", cong),
         _liu_time("congestion", "50", 3000, 500, "BER and congestion", cong),
-        _liu_atcp_value("congestion", "10", 460, "BER and congestion", cong),
-        _liu_atcp_value("congestion", "50", 500, "BER and congestion", cong),
-        *(_liu_atcp_value("partition", d, 517, "BER and partitions", part_) for d in ("10", "30", "50")),
+        _liu_value("congestion", "tcp", "10", 1200, "BER and congestion", cong),
+        _liu_value("congestion", "tcp", "50", 3000, "BER and congestion", cong),
+        _liu_value("congestion", "atcp", "10", 460, "BER and congestion", cong),
+        _liu_value("congestion", "atcp", "50", 500, "BER and congestion", cong),
+        *(_liu_value("partition", "atcp", d, 517, "BER and partitions", part_) for d in ("10", "30", "50")),
     )
     figs = tuple(
         Figure(
@@ -506,8 +595,11 @@ PAPERS: Final[dict[str, Paper]] = {p.key: p for p in (_yu(), _liu(), _ghanem(), 
 #: Headline numbers in ../shared/papers/README.md that the shipped sweeps do not measure, and why.
 NOT_REPRODUCED: Final[dict[str, list[str]]] = {
     "yu2004": [
-        "100-node results (+173 % / +210 % throughput): the 100-node field is the sweep "
-        "experiments/sweeps/yu2004-100.yaml, with its own report",
+        "100-node results (+173 % / +210 % throughput, more than -33 % / -44 % timeouts): part "
+        "'100', the sweep experiments/sweeps/yu2004-100.yaml, with its own report (yu2004-100.md)",
+        "routing overhead with 10 flows (-71 % / -62 %): the full-size sweep runs 1 flow (the scope "
+        "issue 12 sets for Yu), so those two rows show '-'; the reduced sweep yu2004-small has "
+        "10-flow points (15 nodes, 60 s), not a full-size result",
         "'old' vs default RTO/cwnd restore within TCP-ELFN (Fig. 4: up to +17 % throughput, -70 % "
         "slow-starts): not a scheme of these sweeps; TCP-ELFN is compared with the default restore, "
         "as the paper's combination (1) (s5.1), EPLN+BEAD and DSR-Update with 'old'",
@@ -522,6 +614,8 @@ NOT_REPRODUCED: Final[dict[str, list[str]]] = {
         "packets/s of cross traffic per hop): not run",
     ],
     "klemm2004": [
+        "goodput with 3 and 5 crossing flows (+14-30 %) and Reactive LM's cost under heavy load at "
+        "low mobility (0-3 %): the full-size sweep runs 1 flow (the scope issue 12 sets for Klemm)",
         "fraction of false link failures: measured (false_link_failure_pct, figure) but the paper "
         "gives no headline number for it",
         "the whole distribution of RTS attempts (Fig. 13, and the conditional probabilities (4)): "

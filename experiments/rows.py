@@ -55,6 +55,9 @@ SIGNAL_COLS: Final = (
     "run_cpu_s",
 )
 TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host", "finished_at", "check")
+#: How the ``revision`` column marks a run made from a working tree with uncommitted changes to
+#: tracked files (outside the rows folder): ``<12-hex revision>-dirty``.
+DIRTY_SUFFIX: Final = "-dirty"
 ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *SIGNAL_COLS, *TAIL_COLS))
 """The columns every rows file has: no sweep axis may take one of these names (the axis' column
 would shadow it, e.g. an axis ``flows`` and the per-flow column ``flows``)."""

@@ -45,7 +45,15 @@ from experiments.capacity import (
     mem_available_mb,
 )
 from experiments.plan import Comparison, Plan, block_key
-from experiments.rows import DATA_DIR, SIGNAL_COLS, FlowRow, RowStore, RunRecord, cc_fault_reason
+from experiments.rows import (
+    DATA_DIR,
+    DIRTY_SUFFIX,
+    SIGNAL_COLS,
+    FlowRow,
+    RowStore,
+    RunRecord,
+    cc_fault_reason,
+)
 from experiments.rundirs import (
     POINT_FILE,
     SWEEP_COPY,
@@ -170,7 +178,7 @@ def _revision(run_dir: Path) -> str:
     git = run.get("git") if isinstance(run, dict) else None
     if not isinstance(git, dict) or not git.get("rev"):
         return ""
-    return str(git["rev"])[:12] + ("-dirty" if git.get("dirty") else "")
+    return str(git["rev"])[:12] + (DIRTY_SUFFIX if git.get("dirty") else "")
 
 
 def _float(x: Any) -> float:

@@ -272,7 +272,9 @@ def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_l
     # narrower than the sweep's stopping half-width: the sweep stops, so the report does not wait
     narrow = Change(12, 1.0, -3.0, 5.0, 0.95, "fieller")
     stops = Result(claim, narrow, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
-    assert stops.startswith("inconclusive (no clear effect: +-4.0")
+    assert stops == (
+        "no clear effect (+-4.0 <= +-5 points at 12 seeds; the paper's +75 % outside our interval)"
+    )
     # a mean over points whose own intervals are still wide: the sweep goes on for them
     mean = Result(
         claim, narrow, 2, 48, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(narrow, spans)
@@ -290,3 +292,47 @@ def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_l
         Result(claim, dataclasses.replace(decided, n=10), 1, 20, min_seeds=10, max_seeds=30).verdict
         == "reproduced"
     )
+
+
+def test_size_is_compared_for_values_and_reproduced_directions_only() -> None:
+    from experiments.compare import Result
+    from experiments.stats import Change
+
+    by_key = {c.key: c for c in PAPERS["klemm2004"].claims}
+    goodput = by_key["combined-goodput"]  # +75 %
+    reproduced = Change(10, 30.0, 10.0, 50.0, 0.95, "fieller")
+    assert Result(goodput, reproduced, 1, 20, min_seeds=10, max_seeds=30).within_factor == "no (0.4x)"
+    big = dataclasses.replace(reproduced, value=100.0, low=80.0, high=120.0)
+    assert Result(goodput, big, 1, 20, min_seeds=10, max_seeds=30).within_factor == "yes (1.3x)"
+    opposite = Change(10, -30.0, -50.0, -10.0, 0.95, "fieller")
+    res = Result(goodput, opposite, 1, 20, min_seeds=10, max_seeds=30)
+    assert res.verdict == "contradicted" and res.within_factor == "-"
+    rto = by_key["original-rto"]  # about 6 RTOs per 100 packets: an absolute value
+    measured = Change(10, 0.7, 0.6, 0.8, 0.95, "student-t")
+    res = Result(rto, measured, 1, 10, min_seeds=10, max_seeds=30)
+    assert res.verdict == "measured" and res.within_factor == "no (0.12x)"
+
+
+def test_a_paper_number_near_zero_follows_the_direction_rule_once_zero_is_excluded() -> None:
+    from experiments.compare import Result
+    from experiments.stats import Change
+
+    claim = next(c for c in PAPERS["ghanem2008"].claims if c.key == "dsr-fixed_rto-20")  # +0.6 %
+    up = Change(20, 12.5, 4.5, 21.9, 0.95, "fieller")
+    res = Result(claim, up, 1, 40, min_seeds=20, max_seeds=50)
+    assert res.verdict == "reproduced" and res.within_factor == "no (21x)"
+    down = Change(20, -12.5, -21.9, -4.5, 0.95, "fieller")
+    assert Result(claim, down, 1, 40, min_seeds=20, max_seeds=50).verdict == "contradicted"
+    flat = Change(20, 0.5, -3.0, 4.0, 0.95, "fieller")
+    res = Result(claim, flat, 1, 40, min_seeds=20, max_seeds=50)
+    assert res.verdict == "reproduced (no effect: within +-5 %)" and res.within_factor == "-"
+
+
+def test_a_report_links_only_the_figures_it_draws(tmp_path: Path) -> None:
+    """Liu's partition part has absolute claims only: no claims figure, and no link to one."""
+    sweep = load_sweep("experiments/sweeps/liu2001-partition.yaml")
+    reports = tmp_path / "reports"
+    path, _ = compare(sweep, data_dir=tmp_path / "data", reports_dir=reports)
+    md = path.read_text()
+    assert "claims.png" not in md and not (reports / "liu2001-partition-claims.png").exists()
+    assert "Sweep `experiments/sweeps/liu2001-partition.yaml`" in md
