@@ -256,8 +256,15 @@ def comparison_markdown(
             f"{_interval(r.change, c.unit)} | {r.change.n} | {r.pairs} | {r.verdict} | "
             f"{r.within_factor} | {r.note} |"
         )
+    own = paper.sweep_file(sweep.part).stem
     others = [paper.sweep_file(p).stem for p in paper.parts if p != sweep.part]
-    if others:
+    if own != exp:
+        lines += [
+            "",
+            f"This sweep is a variant of the {sweep.part or 'main'} part of the paper's evaluation, "
+            f"whose report is [{own}]({own}.md); it is not what `make reproduce PAPER={paper.key}` runs.",
+        ]
+    elif others:
         lines += [
             "",
             f"This is the {sweep.part or 'main'} part of the paper's evaluation; the other parts: "

@@ -336,3 +336,16 @@ def test_a_report_links_only_the_figures_it_draws(tmp_path: Path) -> None:
     md = path.read_text()
     assert "claims.png" not in md and not (reports / "liu2001-partition-claims.png").exists()
     assert "Sweep `experiments/sweeps/liu2001-partition.yaml`" in md
+
+
+def test_a_variant_sweep_names_the_report_it_varies() -> None:
+    """liu2001-ifq50 (the first BER-only sweep, 50-packet queue) is not the paper's main part."""
+    from experiments.aggregate import Rows
+    from experiments.compare import comparison_markdown
+
+    sweep = load_sweep("experiments/sweeps/liu2001-ifq50.yaml")
+    md = comparison_markdown(
+        sweep.experiment, PAPERS["liu2001"], [], Rows(sweep.experiment, [], [], [], []), sweep, ""
+    )
+    assert "a variant of the main part" in md and "[liu2001](liu2001.md)" in md
+    assert "This is the main part" not in md
