@@ -188,14 +188,19 @@ def _evaluate(claim: Claim, groups: list[Group]) -> Result:
     return Result(claim, change, len(blocks), 2 * change.n, f"{claim.combine} at {where}", blocks=kept)
 
 
-def _fmt(x: float, unit: str) -> str:
+def _fmt(x: float, unit: str, signed: bool = True) -> str:
+    """A claim's number: a change in percent with its sign, an absolute value without."""
     if math.isnan(x):
         return "n/a"
-    return f"{x:+.1f} %" if unit == "%" else f"{x:.3g} {unit}"
+    if unit == "%":
+        return f"{x:+.1f} %" if signed else f"{x:.1f} %"
+    return f"{x:.3g} {unit}"
 
 
 def _interval(c: Change, unit: str) -> str:
     if math.isnan(c.low):
+        if c.n >= 2 and not math.isnan(c.value) and c.method == "fieller":
+            return "unbounded (Fieller: the baseline's mean not clearly above zero)"
         return "n/a"
     if unit == "%":
         return f"[{c.low:+.1f}, {c.high:+.1f}]"
@@ -251,8 +256,9 @@ def comparison_markdown(
     ]
     for r in results:
         c = r.claim
+        signed = c.kind == "change_pct"
         lines.append(
-            f"| {c.text} | {_fmt(c.paper, c.unit)} | {_fmt(r.value, c.unit)} | "
+            f"| {c.text} | {_fmt(c.paper, c.unit, signed)} | {_fmt(r.value, c.unit, signed)} | "
             f"{_interval(r.change, c.unit)} | {r.change.n} | {r.pairs} | {r.verdict} | "
             f"{r.within_factor} | {r.note} |"
         )
@@ -295,7 +301,11 @@ def comparison_markdown(
         lines.append("No valid runs yet.")
     if rows.problems:
         lines += ["", "Rows skipped:", ""] + [f"- {p}" for p in rows.problems[:20]]
-    figs = [f"![{f.title}]({figure_file(exp, paper, f.name)})" for f in paper.figures if f.part == sweep.part]
+    figs = [
+        f"![{f.title}]({figure_file(exp, paper, f.name)})"
+        for f in paper.figures
+        if f.part == sweep.part and figure_rows(f, rows.counted)
+    ]
     if has_claims_figure(results):
         figs.append(f"![claims]({figure_file(exp, paper, 'claims')})")
     lines += ["", "## Figures", "", *figs, ""]
@@ -309,6 +319,12 @@ def _num_or_str(v: str) -> tuple[int, float | str]:
         return (1, v)
 
 
+def figure_rows(fig: Figure, rows: Sequence[RunRecord]) -> list[RunRecord]:
+    """The runs ``fig`` plots: those that have its axes (none: the figure is not drawn)."""
+    needed = (fig.x, *fig.series, *fig.panels)
+    return [r for r in rows if all(a in r.params for a in needed)]
+
+
 def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     """Draw one figure; False (and no file) if the runs lack its axes."""
     import matplotlib
@@ -319,8 +335,7 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
     def lab(r: RunRecord, axis: str) -> str:
         return r.params.get(axis, "")
 
-    needed = (fig.x, *fig.series, *fig.panels)
-    rows = [r for r in rows if all(a in r.params for a in needed)]
+    rows = figure_rows(fig, rows)
     if not rows:
         return False
     panels = sorted(

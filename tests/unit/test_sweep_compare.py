@@ -335,6 +335,8 @@ def test_a_report_links_only_the_figures_it_draws(tmp_path: Path) -> None:
     path, _ = compare(sweep, data_dir=tmp_path / "data", reports_dir=reports)
     md = path.read_text()
     assert "claims.png" not in md and not (reports / "liu2001-partition-claims.png").exists()
+    # no rows yet: no transfer-time figure either, and no link to one
+    assert "transfer-time.png" not in md and not (reports / "liu2001-partition-transfer-time.png").exists()
     assert "Sweep `experiments/sweeps/liu2001-partition.yaml`" in md
 
 
@@ -349,3 +351,14 @@ def test_a_variant_sweep_names_the_report_it_varies() -> None:
     )
     assert "a variant of the main part" in md and "[liu2001](liu2001.md)" in md
     assert "This is the main part" not in md
+
+
+def test_an_unbounded_ratio_interval_is_named_not_left_blank() -> None:
+    from experiments.compare import _interval
+    from experiments.stats import fieller
+
+    # the baseline's mean is not clearly above zero: Fieller's set is not an interval
+    c = fieller([1.0, 3.0, 2.0, 8.0], [0.1, -0.2, 0.3, 0.0])
+    assert c.n == 4 and math.isnan(c.low)
+    assert _interval(c, "%").startswith("unbounded")
+    assert _interval(fieller([1.0], [2.0]), "%") == "n/a"  # one pair: no interval at all
