@@ -325,8 +325,49 @@ def figure_rows(fig: Figure, rows: Sequence[RunRecord]) -> list[RunRecord]:
     return [r for r in rows if all(a in r.params for a in needed)]
 
 
-def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
-    """Draw one figure; False (and no file) if the runs lack its axes."""
+@dataclass(frozen=True, slots=True)
+class PaperPoint:
+    """A paper's number placed on one of our figures: at ``x`` of ``series`` in ``panel``, ``y``
+    in the figure's unit. An absolute claim is its number; a relative one is the paper's change
+    applied to our baseline's mean at that point (where the paper's ratio would put us)."""
+
+    panel: tuple[str, ...]
+    series: tuple[str, ...]
+    x: str
+    y: float
+    claim: str
+
+
+def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]) -> list[PaperPoint]:
+    """The claims that name one point of ``fig`` (its metric, x, series and panels), as points;
+    where the paper gives both an absolute number and a change for one point, the number."""
+    out: list[PaperPoint] = []
+    axes = (fig.x, *fig.series, *fig.panels)
+    taken: set[tuple[tuple[str, ...], tuple[str, ...], str]] = set()
+    for c in sorted(claims, key=lambda c: c.kind != "value"):
+        if c.metric != fig.metric or c.part != fig.part or not all(a in c.where for a in axes):
+            continue
+        where = {k: label(v) for k, v in c.where.items()}
+        panel = tuple(where[a] for a in fig.panels)
+        series = tuple(where[a] for a in fig.series)
+        if (panel, series, where[fig.x]) in taken:
+            continue
+        if c.kind == "value":
+            out.append(PaperPoint(panel, series, where[fig.x], c.paper * fig.scale, c.key))
+            taken.add((panel, series, where[fig.x]))
+            continue
+        base = {**where, **{k: label(v) for k, v in c.baseline.items()}}
+        vals = [r.metric(fig.metric) for r in rows if _matches(r.params, base)]
+        st = summarize(vals)
+        if st.n:
+            y = st.mean * (1.0 + c.paper / 100.0) * fig.scale
+            out.append(PaperPoint(panel, series, where[fig.x], y, c.key))
+    return out
+
+
+def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[Claim] = ()) -> bool:
+    """Draw one figure, with the paper's numbers that name its points (``paper_points``) as
+    stars in their series' colour; False (and no file) if the runs lack its axes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -353,8 +394,10 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
         fx = [float(x) for x in xs]
         span = (max(fx) - min(fx)) or abs(fx[0]) or 1.0
     dodge = {s: (i - (len(series) - 1) / 2) * 0.015 * span for i, s in enumerate(series)}
+    ours = paper_points(fig, claims, rows)
     for ax, panel in zip(axes[0], panels, strict=True):
         for s in series:
+            colour = None
             px, py, pe = [], [], []
             for x in xs:
                 vals = [
@@ -371,15 +414,32 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path) -> bool:
                     pe.append(0.0 if math.isnan(st.ci95) else st.ci95)
             if px:
                 name = ", ".join(s) if s else fig.metric
-                ax.errorbar(px, py, yerr=pe, marker="o", capsize=3, label=name)
+                bars = ax.errorbar(px, py, yerr=pe, marker="o", capsize=3, label=name)
+                colour = bars.lines[0].get_color()
+            pts = [p for p in ours if p.panel == panel and p.series == s and p.x in xs]
+            if pts:
+                ax.scatter(
+                    [float(p.x) + dodge[s] if numeric else p.x for p in pts],
+                    [p.y for p in pts],
+                    marker="*",
+                    s=140,
+                    color=colour,
+                    edgecolors="black",
+                    linewidths=0.6,
+                    zorder=5,
+                    label=f"paper, {', '.join(s) if s else fig.metric}",
+                )
         if numeric:
             ax.set_xticks([float(x) for x in xs], xs)
-        ax.set_xlabel(fig.x)
+        ax.set_xlabel(fig.xlabel or fig.x)
         ax.set_title(", ".join(f"{a}={v}" for a, v in zip(fig.panels, panel, strict=True)), fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(fig.ylabel)
-    figure.suptitle(fig.title, fontsize=11)
+    title = fig.title
+    if ours:
+        title += "\n(stars: the paper's number; for a change, applied to our baseline's mean)"
+    figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     figure.savefig(out, dpi=100, metadata={"Software": None})
     plt.close(figure)
@@ -472,7 +532,7 @@ def compare(
     changed = write_if_changed(out, md)
     for fig in paper.figures:
         if fig.part == sweep.part:
-            draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name))
+            draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name), paper.claims)
     draw_claims(paper, results, out_dir / figure_file(exp, paper, "claims"))
     return out, changed
 

@@ -362,3 +362,26 @@ def test_an_unbounded_ratio_interval_is_named_not_left_blank() -> None:
     assert c.n == 4 and math.isnan(c.low)
     assert _interval(c, "%").startswith("unbounded")
     assert _interval(fieller([1.0], [2.0]), "%") == "n/a"  # one pair: no interval at all
+
+
+def test_the_papers_numbers_are_placed_on_our_figures(tmp_path: Path) -> None:
+    """Klemm's goodput figure: the paper's +75 % lands on our original AODV's mean at 20 m/s; the
+    RTO figure: the paper's absolute 6 and 2 RTOs per 100 packets at 20 m/s."""
+    from experiments.compare import draw_figure, paper_points
+
+    sweep = load_sweep("experiments/sweeps/klemm2004.yaml")
+    rows = load_rows("klemm2004", "docs/results/data", {p.point_id: p.index for p in expand(sweep)}).counted
+    paper = PAPERS["klemm2004"]
+    figs = {f.name: f for f in paper.figures}
+    goodput = paper_points(figs["klemm2004-goodput"], paper.claims, rows)
+    assert [(p.series, p.x) for p in goodput] == [(("combined",), "20")]
+    base = [
+        r.metric("throughput_total_bps")
+        for r in rows
+        if r.params == {"mobility.max_speed_mps": "20", "lm": "original"}
+    ]
+    assert goodput[0].y == pytest.approx(sum(base) / len(base) * 1.75 * 1e-3)
+    rto = {p.series: p.y for p in paper_points(figs["klemm2004-rto"], paper.claims, rows)}
+    assert rto == {("original",): 6.0, ("combined",): 2.0}
+    out = tmp_path / "rto.png"
+    assert draw_figure(figs["klemm2004-rto"], rows, out, paper.claims) and out.stat().st_size > 1000
