@@ -245,7 +245,7 @@ def _yu() -> Paper:
             )
         ),
     )
-    figs = (
+    figs: tuple[Figure, ...] = (
         Figure(
             "yu2004-throughput",
             "Yu 2004: aggregate TCP throughput vs speed",
