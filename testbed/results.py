@@ -34,13 +34,18 @@ def read_json(path: Path) -> Any | None:
 
 #: where sweeps keep their rows under version control (experiments/rows.py), relative to the repo
 ROWS_DIR = "docs/results/data"
+#: What a run never loads: documentation, the reports and the sweeps' rows (under ``ROWS_DIR``).
+#: Changes there do not make a revision dirty.
+DOCS_DIR = "docs"
 
 
 def git_revision(repo: Path = ROOT) -> dict[str, Any]:
     """``{"rev": full hash or None, "dirty": tracked files changed (None if unknown)}`` of ``repo``.
 
-    The sweeps' own rows (``ROWS_DIR``, appended as runs complete) do not count: otherwise every
-    row of a sweep from a clean checkout but the first would call its revision dirty."""
+    Documentation (``DOCS_DIR``) does not count, nor therefore the sweeps' own rows (``ROWS_DIR``,
+    appended as runs complete): otherwise every row of a sweep from a clean checkout but the first
+    would call its revision dirty, and so would every run that started while a report was being
+    written."""
 
     def git(*args: str) -> str | None:
         try:
@@ -50,7 +55,7 @@ def git_revision(repo: Path = ROOT) -> dict[str, Any]:
         return res.stdout.strip() if res.returncode == 0 else None
 
     rev = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){ROWS_DIR}")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){DOCS_DIR}")
     return {"rev": rev, "dirty": bool(status) if status is not None else None}
 
 

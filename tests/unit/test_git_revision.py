@@ -1,4 +1,4 @@
-"""testbed.results.git_revision: a sweep's own rows do not make its revision dirty."""
+"""testbed.results.git_revision: a sweep's own rows and the docs do not make its revision dirty."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def test_rows_do_not_dirty_the_revision_but_code_does(tmp_path: Path) -> None:
     rows = tmp_path / ROWS_DIR / "x.csv"
     rows.parent.mkdir(parents=True)
     rows.write_text("a\n")
+    report = tmp_path / "docs" / "results" / "x.md"
+    report.write_text("# x\n")
     code = tmp_path / "code.py"
     code.write_text("x = 1\n")
     _git(tmp_path, "add", ".")
@@ -24,6 +26,8 @@ def test_rows_do_not_dirty_the_revision_but_code_does(tmp_path: Path) -> None:
     clean = git_revision(tmp_path)
     assert clean["rev"] and clean["dirty"] is False
     rows.write_text("a\n1\n")  # a sweep appended a row
+    assert git_revision(tmp_path)["dirty"] is False
+    report.write_text("# x, regenerated\n")  # a report written while the sweep runs
     assert git_revision(tmp_path)["dirty"] is False
     code.write_text("x = 2\n")
     assert git_revision(tmp_path)["dirty"] is True
