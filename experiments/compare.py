@@ -61,6 +61,7 @@ class Result:
     min_seeds: int = 0  # the sweep's paired seeds per block: at least (0: not known) ...
     max_seeds: int = 0  # ... and at most
     stop_half_width_pct: float | None = None  # the sweep's ``until.half_width_pct``: it stops there
+    stop_metric: str = ""  # the metric the sweep's seeds follow (``until.metric``; "": not known)
     blocks: tuple[Change, ...] = ()  # the claim's change in each block (point) behind it
 
     @property
@@ -80,7 +81,11 @@ class Result:
         if math.isnan(c.low):
             return open_
         h, lo, hi = self.stop_half_width_pct, self.min_seeds, self.max_seeds
-        if (
+        if open_ == "undecided" and self.stop_metric and self.stop_metric != self.claim.metric:
+            # the sweep adds seeds until *its* metric is decided, so this claim's interval is
+            # final only at the maximum: say what it waits for
+            open_ = f"undecided (the sweep's seeds follow {self.stop_metric})"
+        elif (
             open_ == "undecided"
             and decide(c, h, lo, hi) is Verdict.PRECISE
             and all(decide(b, h, lo, hi).final for b in self.blocks)
@@ -95,6 +100,8 @@ class Result:
             if abs(self.claim.paper) < 1.0 and -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
                 return f"reproduced (no effect: within +-{NO_EFFECT_BAND_PCT:g} %)"
             return open_
+        if self.claim.paper == 0.0:  # the paper: no change at all; ours excludes zero
+            return "contradicted"
         return "reproduced" if (c.value > 0) == (self.claim.paper > 0) else "contradicted"
 
     @property
@@ -108,6 +115,8 @@ class Result:
         ):
             return "-"
         ratio = self.value / self.claim.paper
+        if self.claim.bound and ratio >= 1.0:  # "more than -33 %": ours goes beyond the bound
+            return f"yes (beyond the paper's bound: {ratio:.2g}x)"
         ok = 1.0 / SIZE_FACTOR <= ratio <= SIZE_FACTOR
         return f"{'yes' if ok else 'no'} ({ratio:.2g}x)"
 
@@ -197,13 +206,13 @@ def _fmt(x: float, unit: str, signed: bool = True) -> str:
     return f"{x:.3g} {unit}"
 
 
-def _interval(c: Change, unit: str) -> str:
+def _interval(c: Change, unit: str, signed: bool = True) -> str:
     if math.isnan(c.low):
         if c.n >= 2 and not math.isnan(c.value) and c.method == "fieller":
             return "unbounded (Fieller: the baseline's mean not clearly above zero)"
         return "n/a"
     if unit == "%":
-        return f"[{c.low:+.1f}, {c.high:+.1f}]"
+        return f"[{c.low:+.1f}, {c.high:+.1f}]" if signed else f"[{c.low:.1f}, {c.high:.1f}]"
     return f"[{c.low:.3g}, {c.high:.3g}]"
 
 
@@ -259,7 +268,7 @@ def comparison_markdown(
         signed = c.kind == "change_pct"
         lines.append(
             f"| {c.text} | {_fmt(c.paper, c.unit, signed)} | {_fmt(r.value, c.unit, signed)} | "
-            f"{_interval(r.change, c.unit)} | {r.change.n} | {r.pairs} | {r.verdict} | "
+            f"{_interval(r.change, c.unit, signed)} | {r.change.n} | {r.pairs} | {r.verdict} | "
             f"{r.within_factor} | {r.note} |"
         )
     own = paper.sweep_file(sweep.part).stem
@@ -329,13 +338,19 @@ def figure_rows(fig: Figure, rows: Sequence[RunRecord]) -> list[RunRecord]:
 class PaperPoint:
     """A paper's number placed on one of our figures: at ``x`` of ``series`` in ``panel``, ``y``
     in the figure's unit. An absolute claim is its number; a relative one is the paper's change
-    applied to our baseline's mean at that point (where the paper's ratio would put us)."""
+    applied to the paper's own number for the baseline point when it gives one, else to our
+    baseline's mean there (where the paper's ratio would put us)."""
 
     panel: tuple[str, ...]
     series: tuple[str, ...]
     x: str
     y: float
     claim: str
+
+
+def _where_is(claim: Claim, params: Mapping[str, str]) -> bool:
+    """Whether ``claim`` names exactly the point ``params`` (axis -> label)."""
+    return {k: label(v) for k, v in claim.where.items()} == dict(params)
 
 
 def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]) -> list[PaperPoint]:
@@ -357,8 +372,18 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
             taken.add((panel, series, where[fig.x]))
             continue
         base = {**where, **{k: label(v) for k, v in c.baseline.items()}}
-        vals = [r.metric(fig.metric) for r in rows if _matches(r.params, base)]
-        st = summarize(vals)
+        paper_base = next(
+            (v.paper for v in claims if v.kind == "value" and v.metric == c.metric and _where_is(v, base)),
+            None,
+        )
+        if paper_base is not None:  # the paper's own baseline number: its change applies to that
+            out.append(
+                PaperPoint(
+                    panel, series, where[fig.x], paper_base * (1.0 + c.paper / 100.0) * fig.scale, c.key
+                )
+            )
+            continue
+        st = summarize([r.metric(fig.metric) for r in rows if _matches(r.params, base)])
         if st.n:
             y = st.mean * (1.0 + c.paper / 100.0) * fig.scale
             out.append(PaperPoint(panel, series, where[fig.x], y, c.key))
@@ -520,6 +545,7 @@ def compare(
             min_seeds=lo,
             max_seeds=hi,
             stop_half_width_pct=seq.until.half_width_pct if seq else None,
+            stop_metric=seq.until.metric if seq else "",
         )
         for c in paper.claims
         if c.part == sweep.part
@@ -532,8 +558,12 @@ def compare(
     changed = write_if_changed(out, md)
     for fig in paper.figures:
         if fig.part == sweep.part:
-            draw_figure(fig, rows.counted, out_dir / figure_file(exp, paper, fig.name), paper.claims)
-    draw_claims(paper, results, out_dir / figure_file(exp, paper, "claims"))
+            png = out_dir / figure_file(exp, paper, fig.name)
+            if not draw_figure(fig, rows.counted, png, paper.claims):
+                png.unlink(missing_ok=True)  # not linked: no stale picture beside the report
+    png = out_dir / figure_file(exp, paper, "claims")
+    if not draw_claims(paper, results, png):
+        png.unlink(missing_ok=True)
     return out, changed
 
 

@@ -16,6 +16,7 @@ from experiments import sweep as sw
 from experiments.aggregate import group_runs, load_rows
 from experiments.compare import compare, evaluate, main
 from experiments.papers import PAPERS
+from experiments.rows import RunRecord
 from experiments.spec import SequentialSeeds, Sweep, SweepError, expand, label, load_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -364,24 +365,93 @@ def test_an_unbounded_ratio_interval_is_named_not_left_blank() -> None:
     assert _interval(fieller([1.0], [2.0]), "%") == "n/a"  # one pair: no interval at all
 
 
+def _record(params: dict[str, str], seed: int, **metrics: float) -> RunRecord:
+    return RunRecord(
+        "x",
+        f"{seed}-{sorted(params.items())}",
+        0,
+        params,
+        seed,
+        1,
+        True,
+        (),
+        dict(metrics),
+        {},
+        (),
+        600.0,
+        610.0,
+        "r",
+        "rev",
+        "h",
+        "t",
+    )
+
+
 def test_the_papers_numbers_are_placed_on_our_figures(tmp_path: Path) -> None:
     """Klemm's goodput figure: the paper's +75 % lands on our original AODV's mean at 20 m/s; the
-    RTO figure: the paper's absolute 6 and 2 RTOs per 100 packets at 20 m/s."""
+    RTO figure: the paper's absolute 6 and 2 RTOs per 100 packets (the number wins over the
+    change at one point); Cohen's SRTT figure: the change -78 % applies to the paper's own 0.9."""
     from experiments.compare import draw_figure, paper_points
 
-    sweep = load_sweep("experiments/sweeps/klemm2004.yaml")
-    rows = load_rows("klemm2004", "docs/results/data", {p.point_id: p.index for p in expand(sweep)}).counted
+    rows = [
+        _record(
+            {"mobility.max_speed_mps": "20", "lm": lm}, seed, throughput_total_bps=bps, rto_per_100_pkts=0.7
+        )
+        for seed in (1, 2)
+        for lm, bps in (("original", 100e3 * seed), ("combined", 90e3))
+    ]
     paper = PAPERS["klemm2004"]
     figs = {f.name: f for f in paper.figures}
     goodput = paper_points(figs["klemm2004-goodput"], paper.claims, rows)
     assert [(p.series, p.x) for p in goodput] == [(("combined",), "20")]
-    base = [
-        r.metric("throughput_total_bps")
-        for r in rows
-        if r.params == {"mobility.max_speed_mps": "20", "lm": "original"}
-    ]
-    assert goodput[0].y == pytest.approx(sum(base) / len(base) * 1.75 * 1e-3)
+    assert goodput[0].y == pytest.approx(150e3 * 1.75 * 1e-3)  # mean of 100 and 200 kbit/s, +75 %
     rto = {p.series: p.y for p in paper_points(figs["klemm2004-rto"], paper.claims, rows)}
     assert rto == {("original",): 6.0, ("combined",): 2.0}
     out = tmp_path / "rto.png"
     assert draw_figure(figs["klemm2004-rto"], rows, out, paper.claims) and out.stat().st_size > 1000
+    assert paper_points(figs["klemm2004-goodput"], paper.claims, []) == []  # no baseline rows: no star
+
+    cohen = PAPERS["cohen"]
+    srtt = next(f for f in cohen.figures if f.name == "cohen-srtt")
+    cohen_rows = [
+        _record({"speed": "25", "rc": rc}, 1, srtt_norm_var_s=0.5) for rc in ("none", "route_control")
+    ]
+    stars = {p.series: p.y for p in paper_points(srtt, cohen.claims, cohen_rows)}
+    assert stars[("none",)] == 0.9 and stars[("route_control",)] == pytest.approx(0.2, abs=0.001)
+
+
+def test_verdicts_at_the_edges() -> None:
+    """A paper number of exactly 0, a claim on a metric the sweep does not stop on, a bound."""
+    from experiments.compare import Result
+    from experiments.stats import Change
+
+    zero = dataclasses.replace(PAPERS["klemm2004"].claims[0], paper=0.0)
+    for c in (Change(10, -12.0, -20.0, -4.0, 0.95, "fieller"), Change(10, 12.0, 4.0, 20.0, 0.95, "fieller")):
+        assert Result(zero, c, 1, 20, min_seeds=10, max_seeds=30).verdict == "contradicted"
+    rto = next(c for c in PAPERS["klemm2004"].claims if c.key == "combined-rto-change")
+    narrow = Change(12, 1.0, -3.0, 5.0, 0.95, "fieller")
+    res = Result(
+        rto,
+        narrow,
+        1,
+        24,
+        min_seeds=10,
+        max_seeds=30,
+        stop_half_width_pct=5.0,
+        stop_metric="throughput_total_bps",
+    )
+    assert res.verdict == "undecided (the sweep's seeds follow throughput_total_bps)"
+    same = Result(
+        rto, narrow, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, stop_metric=rto.metric
+    )
+    assert same.verdict.startswith("no clear effect") and "paper's -66.7 % outside" in same.verdict
+    inside = dataclasses.replace(narrow, value=-34.0, low=-70.0, high=2.0)
+    wide = Result(
+        rto, inside, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=40.0, stop_metric=rto.metric
+    )
+    assert "inside our interval" in wide.verdict
+    loss = next(c for c in PAPERS["klemm2004"].claims if c.key == "combined-loss-change")  # -85 % or more
+    beyond = Change(10, -95.0, -98.0, -90.0, 0.95, "fieller")
+    assert Result(loss, beyond, 1, 20, min_seeds=10, max_seeds=30).within_factor.startswith("yes (beyond")
+    short = Change(10, -41.0, -47.0, -35.0, 0.95, "fieller")
+    assert Result(loss, short, 1, 20, min_seeds=10, max_seeds=30).within_factor == "no (0.48x)"
