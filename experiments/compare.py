@@ -167,7 +167,9 @@ def evaluate(claim: Claim, groups: list[Group]) -> Result:
 def _evaluate(claim: Claim, groups: list[Group]) -> Result:
     treated = [g for g in groups if _matches(g.params, claim.where)]
     if not treated:
-        return Result(claim, NAN_CHANGE, 0, 0, "no matching points in this sweep")
+        return Result(
+            claim, NAN_CHANGE, 0, 0, "no matching points in this sweep" if groups else "no runs yet"
+        )
     if claim.kind == "value":
         vals = [r.metric(claim.metric) for g in treated for r in g.runs]
         st = summarize(vals)

@@ -163,7 +163,11 @@ def test_compare_ghanem_with_fake_runs(tmp_path: Path) -> None:
 def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
     claim = PAPERS["yu2004"].claims[0]
     res = evaluate(claim, [])
-    assert res.pairs == 0 and res.verdict == "-" and "no matching" in res.note
+    assert res.pairs == 0 and res.verdict == "-" and res.note == "no runs yet"
+    other = group_runs(
+        [_record({"scheme": "elfn", "speed": "10", "tcp_flows": "5"}, 1, throughput_total_bps=1.0)]
+    )
+    assert evaluate(claim, other).note == "no matching points in this sweep"
 
 
 def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
