@@ -1,7 +1,8 @@
 """DSR-Update (Yu 2004 s2.2, distributed cache update) in virtual time over the real DSR core:
-the cache table records which neighbour learned each link from this node (route replies it sent
-or forwarded, source routes it originated or forwarded); on a link failure exactly those
-neighbours get a cache update, and each of them notifies its own, recursively."""
+the cache table records which neighbour learned each route from this node (route replies it sent
+or forwarded, source routes it originated or forwarded), as many routes as DSR's path cache holds;
+on a link failure exactly the learners of the routes with that link get a cache update, and each of
+them notifies its own, recursively."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from nodes.extensions import attach_extensions
 from nodes.extensions.dsr_update import CacheUpdateOption, DsrUpdate
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.core import DsrRouting
+from nodes.protocols.dsr.events import DsrRouteSent
 from nodes.protocols.dsr.options import RouteError, parse
 from nodes.tcpctl import packets as P
 
@@ -72,8 +74,8 @@ def test_exactly_the_neighbours_that_learned_the_link_recursively(
     flows: list[tuple[int, int]], from_2: set[int]
 ) -> None:
     net, ups = setup(flows)
-    assert ups[2].cache_table[(3, 4)] >= from_2 | {3}
-    assert 6 not in ups[2].cache_table[(3, 4)]
+    assert ups[2].learners((3, 4)) >= from_2 | {3}
+    assert 6 not in ups[2].learners((3, 4))
     net.link_down(3, 4)
     net.inject(1, pkt(1, 4, 1))
     net.run_until(2 * NS_PER_S)
@@ -91,16 +93,33 @@ def test_exactly_the_neighbours_that_learned_the_link_recursively(
         assert route is None or (3, 4) not in zip(route, route[1:], strict=False)
     assert ups[6].counters["updates_received"] == 0
     # the records are gone: the recursion ends
-    assert (3, 4) not in ups[2].cache_table and (4, 3) not in ups[2].cache_table
+    assert not ups[2].learners((3, 4)) and not ups[2].learners((4, 3))
     assert net.nodes[2].ctx.counters.extra["dsr_update_sent"] == len(from_2)
 
 
 def test_cache_table_from_route_sent() -> None:
     net, ups = setup([(1, 4)])
     # node 4 replied to node 1's request through node 3; node 3 forwarded the reply to node 2
-    assert 3 in ups[4].cache_table[(1, 2)]
-    assert 2 in ups[3].cache_table[(1, 2)]
-    assert 1 in ups[2].cache_table[(3, 4)]
+    assert 3 in ups[4].learners((1, 2))
+    assert 2 in ups[3].learners((1, 2))
+    assert 1 in ups[2].learners((3, 4))
     # data 1 -> 4: node 1 sent it to 2, node 2 forwarded it to 3, node 3 to 4
-    assert 2 in ups[1].cache_table[(3, 4)] and 3 in ups[2].cache_table[(1, 2)]
-    assert 4 in ups[3].cache_table[(1, 2)]
+    assert 2 in ups[1].learners((3, 4)) and 3 in ups[2].learners((1, 2))
+    assert 4 in ups[3].learners((1, 2))
+
+
+def test_the_table_holds_as_many_routes_as_dsrs_cache_and_forgets_the_oldest() -> None:
+    """The cache table is the route cache (s2.2): a route that left it takes its learners along,
+    so a node does not notify a neighbour that learned a link from a route it no longer holds."""
+    net, ups = setup([(1, 4)])
+    dsr_p = dsr(net, 2).p
+    assert ups[2].capacity == dsr_p.primary_cache_size + dsr_p.secondary_cache_size
+    u = ups[2]
+    u.capacity = len(u.cache_table) + 1
+    assert 1 in u.learners((3, 4))
+    for k in range(len(u.cache_table) + 1):  # newer routes through node 2, told to node 6
+        u.on_route_sent(DsrRouteSent(now_ns=net.now_ns, route=(6, 2, 100 + k), next_hop=6, kind="rrep"))
+    assert len(u.cache_table) == u.capacity
+    assert not u.learners((3, 4))  # the routes with (3, 4) were the oldest: gone
+    assert u.learners((2, 100 + len(u.cache_table) - 1)) == {6}
+    assert u.notify((3, 4), {4}, net.now_ns) == []  # nobody left to tell
