@@ -7,7 +7,8 @@ and loads the BPF side), and an outage of the sta2-sta3 link mid-flow.
 
 Invariants (router counters, ``routers/sta<N>.counters.json``): sta2 records the lost segments in
 its drop_list and sends a ROUTE ERROR with a conn_list; sta1 hands the notices to TCP (Algorithm
-2) and its agent retransmits a reported segment early. About 30 s.
+2) and its agent retransmits a reported segment early. DSR-Update (s2.2) on the same chain: sta2
+notifies sta1, which learned the broken link from it. About 30 s each.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +58,27 @@ def wait_for(pred: Any, timeout_s: float) -> bool:
     return False
 
 
-def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
-    sc = {
-        "name": "epln-dsr",
+def chain(name: str, extensions: list[str]) -> dict[str, Any]:
+    """The 4-station DSR chain with one TCP flow sta1 -> sta4 and ``extensions``."""
+    return {
+        "name": name,
         "duration_s": DURATION_S,
         "field": {"x_m": 800, "y_m": 100},
         "stations": {"count": 4, "placement": {"kind": "line", "spacing_m": 200, "origin": [0, 50]}},
         "radio": {"preset": "ns2-wavelan"},
         "mobility": {"model": "static"},
         "traffic": {"tcp": [{"src": 1, "dst": 4, "start_s": T_FLOW, "cc": "reno", "max_window_pkts": 12}]},
-        "routing": {"protocol": "dsr", "extensions": ["epln"]},
+        "routing": {"protocol": "dsr", "extensions": extensions},
         "tcp": {"cc": "reno"},
     }
-    path = tmp_path / "epln-dsr.json"
+
+
+def run_with_outage(
+    tmp_path: Path, sc: dict[str, Any], started: Callable[[dict[int, dict[str, Any]]], bool]
+) -> tuple[Path, bool]:
+    """Run ``sc``, take the sta2-sta3 link down at ``T_OUT`` for ``OUTAGE_S``; whether
+    ``started(counters)`` held within 5 s of the break."""
+    path = tmp_path / f"{sc['name']}.json"
     path.write_text(json.dumps(sc))
     tb = tbrun.Testbed(
         path, experiment="ext-dsr-netns", out_root=RESULTS, router_target="nodes.router.main:run", quiet=True
@@ -87,9 +97,7 @@ def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
         th.start()
         time.sleep(max(0.0, T_OUT - tb.now_s()))
         tb.medium("set_link", a=2, b=3, loss=1.0)
-        got_rerr = wait_for(
-            lambda: counters(tb.dir).get(2, {}).get("extra", {}).get("epln_conn_list_sent", 0) > 0, 5
-        )
+        got = wait_for(lambda: started(counters(tb.dir)), 5)
         time.sleep(max(0.0, T_OUT + OUTAGE_S - tb.now_s()))
         tb.medium("set_link", a=2, b=3, loss=None)
         th.join(DURATION_S + 60)
@@ -97,14 +105,43 @@ def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
         tb.stop()
     if err:
         raise err[0]
-    c = counters(tb.dir)
+    return tb.dir, got
+
+
+def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
+    run_dir, got_rerr = run_with_outage(
+        tmp_path,
+        chain("epln-dsr", ["epln"]),
+        lambda c: c.get(2, {}).get("extra", {}).get("epln_conn_list_sent", 0) > 0,
+    )
+    c = counters(run_dir)
     extra = {s: {k: v for k, v in c[s]["extra"].items() if k.startswith("epln")} for s in c}
-    (tb.dir / "ext_dsr_test.json").write_text(json.dumps({"got_rerr": got_rerr, "epln": extra}, indent=1))
+    (run_dir / "ext_dsr_test.json").write_text(json.dumps({"got_rerr": got_rerr, "epln": extra}, indent=1))
     assert got_rerr, extra  # within 5 s of the break
     assert extra[2].get("epln_drop_list_records", 0) >= 1, extra  # sta2 recorded what it dropped
     assert c[2]["routing_sent"].get("rerr", 0) >= 1, extra
     assert extra[1].get("epln_icmp_to_tcp", 0) >= 1, extra  # the notices reached the sender
     assert extra[1].get("epln_early_retransmissions", 0) >= 1, extra  # and it retransmitted early
     # the sender's endpoint agent counts its copies per connection in the router's counters
-    ep = json.loads((tb.dir / "routers" / "sta1.counters.json").read_text())["endpoint"]["conns"]
+    ep = json.loads((run_dir / "routers" / "sta1.counters.json").read_text())["endpoint"]["conns"]
     assert any(v["agent_rexmt"] >= 1 for k, v in ep.items() if k.endswith(":5201")), ep
+
+
+def test_dsr_update_notifies_the_neighbour_that_learned_the_broken_link(tmp_path: Path) -> None:
+    """DSR-Update (Yu 2004 s2.2) on the real stack: sta2 forwarded sta4's Route Reply to sta1 (and
+    sta1's ACKs came back through it), so sta1 learned the link sta2-sta3 from sta2. When sta2's
+    frames to sta3 fail, sta2 sends sta1 a cache update (a one-hop ROUTE ERROR with option 18),
+    and sta1's router takes it."""
+    run_dir, got = run_with_outage(
+        tmp_path,
+        chain("dsr-update", ["dsr_update"]),
+        lambda c: c.get(1, {}).get("extra", {}).get("dsr_update_received", 0) > 0,
+    )
+    c = counters(run_dir)
+    extra = {s: {k: v for k, v in c[s]["extra"].items() if k.startswith("dsr_update")} for s in c}
+    assert got, extra  # within 5 s of the break
+    assert extra[2].get("dsr_update_sent", 0) >= 1, extra
+    assert c[2]["routing_sent"].get("rerr", 0) >= 1, extra
+    state = json.loads((run_dir / "routers" / "sta2.counters.json").read_text())["extensions"]["dsr_update"]
+    # sta2's cache table holds routes, no more than DSR's path cache (30 + 64)
+    assert 1 <= state["cache_table"] <= 94, state
