@@ -10,16 +10,17 @@ neighborhood nodes that have cached the broken link to update their caches. Ther
 information about a broken link will be propagated to all reachable nodes that have that link in
 their caches."
 
-- The cache table (:attr:`DsrUpdate.cache_table`), as s2.2 describes it, holds *routes*: each
-  cached route with the neighbours that learned it from this node, filled from DSR's
-  ``DsrRouteSent`` event: the route of every Route Reply this node sent or forwarded, and every
-  source route it originated, forwarded or salvaged. It holds as many routes as DSR's path cache
-  (primary + secondary, ns-2's 30 + 64), first in, first out as ns-2's cache: "in a cache table, a
-  node not only stores routes but also maintains the information necessary for cache updates",
-  so a node forgets who learned a route when the route leaves its cache. (Until 2026-11-27 the
-  table was a separate one of 1024 *links* whose learners were forgotten only when notified: in
-  the 50-node Yu runs a node then notified neighbours that had learned a link minutes before and
-  left, 11 504 notifications per 900 s run of which 31 % never arrived, docs/fidelity.md.)
+- The cache table (:attr:`DsrUpdate.cache_table`) holds *routes*, as s2.2's does ("in a cache
+  table, a node not only stores routes but also maintains the information necessary for cache
+  updates"): each route this node sent with the neighbours that learned it, from DSR's
+  ``DsrRouteSent`` event for Route Replies sent or forwarded ("learned ... through a ROUTE
+  REPLY") and for data source routes originated, forwarded or salvaged (our stand-in for the
+  per-route synchronisation state, which tells the nodes on a route); ROUTE ERRORs, the
+  notifications among them, are not recorded. It holds the last routes sent, as many as DSR's
+  path cache (primary + secondary, ns-2's 30 + 64), first in first out as ns-2's cache, so a
+  node forgets the learners of a route that many routes later. It does not follow what DSR's
+  own cache drops (a truncation at a break, an expiry). (Until 2026-11-27 the table was one of
+  1024 *links* whose learners were forgotten only when notified, docs/fidelity.md.)
 - The learners of a link are those of every route in the table that has it (with
   ``bidirectional_links`` a neighbour caches a heard path both ways, so a link matches in either
   direction).
@@ -109,6 +110,11 @@ if OPTION_DECODERS.get(OPT_CACHE_UPDATE) is not decode_cache_update:
 
 Route = tuple[int, ...]
 
+RECORDED_KINDS = frozenset({"rrep", "data"})
+"""The packets whose route a neighbour learns for the cache table: Route Replies (s2.2 "learned
+... through a ROUTE REPLY") and data (the nodes on the route); not ROUTE ERRORs, so the
+notifications do not fill the table with one-hop routes."""
+
 
 @dataclass(frozen=True, slots=True)
 class DsrUpdateParams:
@@ -164,6 +170,8 @@ class DsrUpdate:
 
     def on_route_sent(self, ev: DsrRouteSent) -> list[Action]:
         """ "which neighbor has learned which link of the route" (s2.2): the next hop learned them all."""
+        if ev.kind not in RECORDED_KINDS:
+            return []
         route = tuple(ev.route)
         who = self.cache_table.get(route)
         if who is None:

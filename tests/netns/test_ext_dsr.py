@@ -131,7 +131,7 @@ def test_dsr_update_notifies_the_neighbour_that_learned_the_broken_link(tmp_path
     """DSR-Update (Yu 2004 s2.2) on the real stack: sta2 forwarded sta4's Route Reply to sta1 (and
     sta1's ACKs came back through it), so sta1 learned the link sta2-sta3 from sta2. When sta2's
     frames to sta3 fail, sta2 sends sta1 a cache update (a one-hop ROUTE ERROR with option 18),
-    and sta1's router takes it."""
+    and sta1's router takes it (sta3, the unreachable end, is never told)."""
     run_dir, got = run_with_outage(
         tmp_path,
         chain("dsr-update", ["dsr_update"]),
@@ -141,7 +141,5 @@ def test_dsr_update_notifies_the_neighbour_that_learned_the_broken_link(tmp_path
     extra = {s: {k: v for k, v in c[s]["extra"].items() if k.startswith("dsr_update")} for s in c}
     assert got, extra  # within 5 s of the break
     assert extra[2].get("dsr_update_sent", 0) >= 1, extra
+    assert extra[3].get("dsr_update_received", 0) == 0, extra
     assert c[2]["routing_sent"].get("rerr", 0) >= 1, extra
-    state = json.loads((run_dir / "routers" / "sta2.counters.json").read_text())["extensions"]["dsr_update"]
-    # sta2's cache table holds routes, no more than DSR's path cache (30 + 64)
-    assert 1 <= state["cache_table"] <= 94, state

@@ -12,7 +12,7 @@ from nodes.core import NS_PER_MS, NS_PER_S
 from nodes.core.addr import station_ip_bytes
 from nodes.core.sim import SimNetwork
 from nodes.extensions import attach_extensions
-from nodes.extensions.dsr_update import CacheUpdateOption, DsrUpdate
+from nodes.extensions.dsr_update import CacheUpdateOption, DsrUpdate, DsrUpdateParams
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.events import DsrRouteSent
@@ -109,17 +109,40 @@ def test_cache_table_from_route_sent() -> None:
 
 
 def test_the_table_holds_as_many_routes_as_dsrs_cache_and_forgets_the_oldest() -> None:
-    """The cache table is the route cache (s2.2): a route that left it takes its learners along,
+    """The cache table holds routes, as many as DSR's path cache, first in first out (ns-2's
+    cache: a route sent again keeps its place): a route that left it takes its learners along,
     so a node does not notify a neighbour that learned a link from a route it no longer holds."""
     net, ups = setup([(1, 4)])
     dsr_p = dsr(net, 2).p
     assert ups[2].capacity == dsr_p.primary_cache_size + dsr_p.secondary_cache_size
     u = ups[2]
+    oldest = next(iter(u.cache_table))
     u.capacity = len(u.cache_table) + 1
     assert 1 in u.learners((3, 4))
-    for k in range(len(u.cache_table) + 1):  # newer routes through node 2, told to node 6
-        u.on_route_sent(DsrRouteSent(now_ns=net.now_ns, route=(6, 2, 100 + k), next_hop=6, kind="rrep"))
+    first = DsrRouteSent(now_ns=net.now_ns, route=(6, 2, 100), next_hop=6, kind="rrep")
+    u.on_route_sent(first)
+    u.on_route_sent(DsrRouteSent(now_ns=net.now_ns, route=oldest, next_hop=5, kind="data"))  # sent again
+    u.on_route_sent(DsrRouteSent(now_ns=net.now_ns, route=(6, 2, 101), next_hop=6, kind="rrep"))
+    assert oldest not in u.cache_table  # first in, first out: sending it again did not keep it
+    assert list(u.cache_table)[-2:] == [(6, 2, 100), (6, 2, 101)]
+    for k in range(len(u.cache_table)):  # newer routes through node 2, told to node 6
+        u.on_route_sent(DsrRouteSent(now_ns=net.now_ns, route=(6, 2, 200 + k), next_hop=6, kind="rrep"))
     assert len(u.cache_table) == u.capacity
-    assert not u.learners((3, 4))  # the routes with (3, 4) were the oldest: gone
-    assert u.learners((2, 100 + len(u.cache_table) - 1)) == {6}
+    assert not u.learners((3, 4))  # the routes with (3, 4) were among the oldest: gone
     assert u.notify((3, 4), {4}, net.now_ns) == []  # nobody left to tell
+
+
+def test_route_errors_are_not_recorded_and_the_size_is_a_parameter() -> None:
+    net = SimNetwork(6, lambda ctx: create(ctx, {"name": "dsr"}), LINKS, seed=7)
+    node = net.nodes[2]
+    (u,) = attach_extensions(
+        node.ctx, node.runtime.protocol, [{"name": "dsr_update", "params": {"cache_table_routes": 2}}]
+    )
+    assert isinstance(u, DsrUpdate) and u.capacity == 2
+    u.on_route_sent(DsrRouteSent(now_ns=0, route=(2, 1), next_hop=1, kind="rerr"))
+    assert not u.cache_table  # a ROUTE ERROR (a notification among them) teaches no route
+    for k in range(3):
+        u.on_route_sent(DsrRouteSent(now_ns=0, route=(1, 2, 10 + k), next_hop=10 + k, kind="data"))
+    assert list(u.cache_table) == [(1, 2, 11), (1, 2, 12)]
+    with pytest.raises(ValueError, match="cache_table_routes"):
+        DsrUpdateParams(cache_table_routes=-1)
