@@ -367,28 +367,24 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
         where = {k: label(v) for k, v in c.where.items()}
         panel = tuple(where[a] for a in fig.panels)
         series = tuple(where[a] for a in fig.series)
-        if (panel, series, where[fig.x]) in taken:
+        at = (panel, series, where[fig.x])
+        if at in taken:
             continue
         if c.kind == "value":
-            out.append(PaperPoint(panel, series, where[fig.x], c.paper * fig.scale, c.key))
-            taken.add((panel, series, where[fig.x]))
+            out.append(PaperPoint(*at, c.paper * fig.scale, c.key))
+            taken.add(at)
             continue
         base = {**where, **{k: label(v) for k, v in c.baseline.items()}}
-        paper_base = next(
+        # the paper's own number for the baseline point, else our baseline's mean there
+        base_y = next(
             (v.paper for v in claims if v.kind == "value" and v.metric == c.metric and _where_is(v, base)),
             None,
         )
-        if paper_base is not None:  # the paper's own baseline number: its change applies to that
-            out.append(
-                PaperPoint(
-                    panel, series, where[fig.x], paper_base * (1.0 + c.paper / 100.0) * fig.scale, c.key
-                )
-            )
-            continue
-        st = summarize([r.metric(fig.metric) for r in rows if _matches(r.params, base)])
-        if st.n:
-            y = st.mean * (1.0 + c.paper / 100.0) * fig.scale
-            out.append(PaperPoint(panel, series, where[fig.x], y, c.key))
+        if base_y is None:
+            st = summarize([r.metric(fig.metric) for r in rows if _matches(r.params, base)])
+            base_y = st.mean if st.n else None
+        if base_y is not None:
+            out.append(PaperPoint(*at, base_y * (1.0 + c.paper / 100.0) * fig.scale, c.key))
     return out
 
 
@@ -465,7 +461,7 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
     axes[0][0].set_ylabel(fig.ylabel)
     title = fig.title
     if ours:
-        title += "\n(stars: the paper's number; for a change, applied to our baseline's mean)"
+        title += "\n(stars: the paper's number; for a change, applied to the baseline's number)"
     figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     figure.savefig(out, dpi=100, metadata={"Software": None})

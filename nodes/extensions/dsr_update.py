@@ -160,13 +160,12 @@ class DsrUpdate:
                 return True
         return False
 
+    def _routes_with(self, link: Link) -> list[Route]:
+        return [route for route in self.cache_table if self._has(route, link)]
+
     def learners(self, link: Link) -> set[int]:
         """The neighbours that learned ``link`` from this node: those of every cached route with it."""
-        out: set[int] = set()
-        for route, who in self.cache_table.items():
-            if self._has(route, link):
-                out |= who
-        return out
+        return set().union(*(self.cache_table[route] for route in self._routes_with(link)))
 
     def on_route_sent(self, ev: DsrRouteSent) -> list[Action]:
         """ "which neighbor has learned which link of the route" (s2.2): the next hop learned them all."""
@@ -201,9 +200,8 @@ class DsrUpdate:
 
     def notify(self, link: Link, exclude: set[int], now_ns: int) -> list[Action]:
         """ "it notifies only the neighborhood nodes that have cached the broken link"."""
-        broken = [route for route in self.cache_table if self._has(route, link)]
         targets: set[int] = set()
-        for route in broken:  # the routes with the broken link leave the table
+        for route in self._routes_with(link):  # the routes with the broken link leave the table
             targets |= self.cache_table.pop(route)
         out: list[Action] = []
         for n in sorted(targets - exclude - {self.ctx.station}):

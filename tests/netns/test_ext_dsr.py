@@ -17,7 +17,6 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +72,14 @@ def chain(name: str, extensions: list[str]) -> dict[str, Any]:
     }
 
 
-def run_with_outage(
-    tmp_path: Path, sc: dict[str, Any], started: Callable[[dict[int, dict[str, Any]]], bool]
-) -> tuple[Path, bool]:
+def extra_of(c: dict[int, dict[str, Any]], prefix: str) -> dict[int, dict[str, int]]:
+    """Each station's ``extra`` counters whose names start with ``prefix``."""
+    return {s: {k: v for k, v in c[s].get("extra", {}).items() if k.startswith(prefix)} for s in c}
+
+
+def run_with_outage(tmp_path: Path, sc: dict[str, Any], station: int, counter: str) -> tuple[Path, bool]:
     """Run ``sc``, take the sta2-sta3 link down at ``T_OUT`` for ``OUTAGE_S``; whether
-    ``started(counters)`` held within 5 s of the break."""
+    ``station``'s ``extra`` counter ``counter`` rose above 0 within 5 s of the break."""
     path = tmp_path / f"{sc['name']}.json"
     path.write_text(json.dumps(sc))
     tb = tbrun.Testbed(
@@ -97,7 +99,7 @@ def run_with_outage(
         th.start()
         time.sleep(max(0.0, T_OUT - tb.now_s()))
         tb.medium("set_link", a=2, b=3, loss=1.0)
-        got = wait_for(lambda: started(counters(tb.dir)), 5)
+        got = wait_for(lambda: extra_of(counters(tb.dir), counter).get(station, {}).get(counter, 0) > 0, 5)
         time.sleep(max(0.0, T_OUT + OUTAGE_S - tb.now_s()))
         tb.medium("set_link", a=2, b=3, loss=None)
         th.join(DURATION_S + 60)
@@ -109,13 +111,9 @@ def run_with_outage(
 
 
 def test_epln_conn_list_and_early_retransmission(tmp_path: Path) -> None:
-    run_dir, got_rerr = run_with_outage(
-        tmp_path,
-        chain("epln-dsr", ["epln"]),
-        lambda c: c.get(2, {}).get("extra", {}).get("epln_conn_list_sent", 0) > 0,
-    )
+    run_dir, got_rerr = run_with_outage(tmp_path, chain("epln-dsr", ["epln"]), 2, "epln_conn_list_sent")
     c = counters(run_dir)
-    extra = {s: {k: v for k, v in c[s]["extra"].items() if k.startswith("epln")} for s in c}
+    extra = extra_of(c, "epln")
     (run_dir / "ext_dsr_test.json").write_text(json.dumps({"got_rerr": got_rerr, "epln": extra}, indent=1))
     assert got_rerr, extra  # within 5 s of the break
     assert extra[2].get("epln_drop_list_records", 0) >= 1, extra  # sta2 recorded what it dropped
@@ -132,13 +130,9 @@ def test_dsr_update_notifies_the_neighbour_that_learned_the_broken_link(tmp_path
     sta1's ACKs came back through it), so sta1 learned the link sta2-sta3 from sta2. When sta2's
     frames to sta3 fail, sta2 sends sta1 a cache update (a one-hop ROUTE ERROR with option 18),
     and sta1's router takes it (sta3, the unreachable end, is never told)."""
-    run_dir, got = run_with_outage(
-        tmp_path,
-        chain("dsr-update", ["dsr_update"]),
-        lambda c: c.get(1, {}).get("extra", {}).get("dsr_update_received", 0) > 0,
-    )
+    run_dir, got = run_with_outage(tmp_path, chain("dsr-update", ["dsr_update"]), 1, "dsr_update_received")
     c = counters(run_dir)
-    extra = {s: {k: v for k, v in c[s]["extra"].items() if k.startswith("dsr_update")} for s in c}
+    extra = extra_of(c, "dsr_update")
     assert got, extra  # within 5 s of the break
     assert extra[2].get("dsr_update_sent", 0) >= 1, extra
     assert extra[3].get("dsr_update_received", 0) == 0, extra
