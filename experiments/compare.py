@@ -155,21 +155,27 @@ def _censored_note(metric: str, groups: Sequence[Group], note: str) -> str:
     return f"{note}; {extra}" if note else extra
 
 
-def evaluate(claim: Claim, groups: list[Group]) -> Result:
-    """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``)."""
-    res = _evaluate(claim, groups)
+def evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, str]] = ()) -> Result:
+    """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``);
+    ``defined``: the axis labels of the sweep's points, to tell points not run yet from points
+    the sweep does not have."""
+    res = _evaluate(claim, groups, defined)
     treated = [g for g in groups if _matches(g.params, claim.where)]
     bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
     return dataclasses.replace(res, note=_censored_note(claim.metric, used, res.note))
 
 
-def _evaluate(claim: Claim, groups: list[Group]) -> Result:
+def _evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, str]]) -> Result:
     treated = [g for g in groups if _matches(g.params, claim.where)]
     if not treated:
-        return Result(
-            claim, NAN_CHANGE, 0, 0, "no matching points in this sweep" if groups else "no runs yet"
-        )
+        if not groups:
+            note = "no runs yet"
+        elif any(_matches(d, claim.where) for d in defined):
+            note = "the sweep has these points; no runs of them yet"
+        else:
+            note = "no matching points in this sweep"
+        return Result(claim, NAN_CHANGE, 0, 0, note)
     if claim.kind == "value":
         vals = [r.metric(claim.metric) for g in treated for r in g.runs]
         st = summarize(vals)
@@ -533,13 +539,15 @@ def compare(
         )
     paper = PAPERS[key]
     exp = sweep.experiment
-    rows = load_rows(exp, data_dir, {p.point_id: p.index for p in expand(sweep)})
+    points = expand(sweep)
+    rows = load_rows(exp, data_dir, {p.point_id: p.index for p in points})
     groups = group_runs(rows.counted)
+    defined = [{k: label(v) for k, v in p.params.items()} for p in points]
     seq = sweep.sequential
     lo, hi = (seq.min, seq.max) if seq else (len(sweep.seed_list()),) * 2
     results = [
         dataclasses.replace(
-            evaluate(c, groups),
+            evaluate(c, groups, defined),
             min_seeds=lo,
             max_seeds=hi,
             stop_half_width_pct=seq.until.half_width_pct if seq else None,

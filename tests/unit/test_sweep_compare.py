@@ -168,6 +168,12 @@ def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
         [_record({"scheme": "elfn", "speed": "10", "tcp_flows": "5"}, 1, throughput_total_bps=1.0)]
     )
     assert evaluate(claim, other).note == "no matching points in this sweep"
+    # the sweep defines the claim's points but none has run yet (a scheme added to a sweep)
+    defined = [{"speed": "10", **{k: str(v) for k, v in claim.where.items()}}]
+    assert evaluate(claim, other, defined).note == "the sweep has these points; no runs of them yet"
+    assert evaluate(claim, other, [{"scheme": "elfn", "speed": "10", "tcp_flows": "1"}]).note == (
+        "no matching points in this sweep"
+    )
 
 
 def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
