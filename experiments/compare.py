@@ -163,7 +163,21 @@ def evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, s
     treated = [g for g in groups if _matches(g.params, claim.where)]
     bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
-    return dataclasses.replace(res, note=_censored_note(claim.metric, used, res.note))
+    note = _coverage_note(claim, treated, defined, res.note) if treated else res.note
+    return dataclasses.replace(res, note=_censored_note(claim.metric, used, note))
+
+
+def _coverage_note(
+    claim: Claim, treated: Sequence[Group], defined: Sequence[Mapping[str, str]], note: str
+) -> str:
+    """``note``, plus how many of the sweep's points for ``claim`` have runs when some have none
+    (an "up to" over speeds measured at one speed of two says so)."""
+    wanted = {frozenset(d.items()) for d in defined if _matches(d, claim.where)}
+    ran = {frozenset(g.params.items()) for g in treated} & wanted
+    if not wanted or len(ran) >= len(wanted):
+        return note
+    extra = f"{len(ran)} of the sweep's {len(wanted)} points run"
+    return f"{note}; {extra}" if note else extra
 
 
 def _evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, str]]) -> Result:

@@ -176,6 +176,23 @@ def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
     )
 
 
+def test_claim_note_counts_the_sweeps_points_not_run_yet() -> None:
+    """An "up to" claim over speeds with runs at one speed of two says so in its note."""
+    claim = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-throughput")
+    runs = [
+        _record({"scheme": s, "speed": "10", "tcp_flows": "1"}, seed, throughput_total_bps=v)
+        for seed in (1, 2, 3)
+        for s, v in (("elfn", 400.0 + seed), ("epln_bead", 460.0 + 2 * seed))
+    ]
+    groups = group_runs(runs)
+    defined = [
+        {"scheme": s, "speed": v, "tcp_flows": "1"} for s in ("elfn", "epln_bead") for v in ("10", "20")
+    ]
+    res = evaluate(claim, groups, defined)
+    assert res.pairs == 1 and res.note.endswith("; 1 of the sweep's 2 points run")
+    assert "points run" not in evaluate(claim, groups, defined[:1] + defined[2:3]).note
+
+
 def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """make reproduce PAPER=liu2001: the three sweeps in turn, each with what is left of the
     budget, each followed by its report; a sweep name runs that sweep only."""
