@@ -159,20 +159,18 @@ def evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, s
     """Compute ``claim`` over the experiment's point groups (see ``experiments.papers.Claim``);
     ``defined``: the axis labels of the sweep's points, to tell points not run yet from points
     the sweep does not have."""
-    res = _evaluate(claim, groups, defined)
     treated = [g for g in groups if _matches(g.params, claim.where)]
+    wanted = {frozenset(d.items()) for d in defined if _matches(d, claim.where)}
+    res = _evaluate(claim, groups, treated, bool(wanted))
     bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
-    note = _coverage_note(claim, treated, defined, res.note) if treated else res.note
+    note = _coverage_note(treated, wanted, res.note) if treated else res.note
     return dataclasses.replace(res, note=_censored_note(claim.metric, used, note))
 
 
-def _coverage_note(
-    claim: Claim, treated: Sequence[Group], defined: Sequence[Mapping[str, str]], note: str
-) -> str:
-    """``note``, plus how many of the sweep's points for ``claim`` have runs when some have none
-    (an "up to" over speeds measured at one speed of two says so)."""
-    wanted = {frozenset(d.items()) for d in defined if _matches(d, claim.where)}
+def _coverage_note(treated: Sequence[Group], wanted: set[frozenset[tuple[str, str]]], note: str) -> str:
+    """``note``, plus how many of the sweep's points for the claim (``wanted``) have runs when
+    some have none (an "up to" over speeds measured at one speed of two says so)."""
     ran = {frozenset(g.params.items()) for g in treated} & wanted
     if not wanted or len(ran) >= len(wanted):
         return note
@@ -180,12 +178,11 @@ def _coverage_note(
     return f"{note}; {extra}" if note else extra
 
 
-def _evaluate(claim: Claim, groups: list[Group], defined: Sequence[Mapping[str, str]]) -> Result:
-    treated = [g for g in groups if _matches(g.params, claim.where)]
+def _evaluate(claim: Claim, groups: list[Group], treated: list[Group], defined_here: bool) -> Result:
     if not treated:
         if not groups:
             note = "no runs yet"
-        elif any(_matches(d, claim.where) for d in defined):
+        elif defined_here:
             note = "the sweep has these points; no runs of them yet"
         else:
             note = "no matching points in this sweep"
