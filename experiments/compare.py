@@ -191,7 +191,8 @@ def _evaluate(claim: Claim, groups: list[Group], treated: list[Group], defined_h
         vals = [r.metric(claim.metric) for g in treated for r in g.runs]
         st = summarize(vals)
         ch = Change(st.n, st.mean, st.mean - st.ci95, st.mean + st.ci95, 0.95, "student-t")
-        return Result(claim, ch, len(treated), st.n)
+        unrecorded = "" if st.n else f"{claim.metric} not recorded by the {len(vals)} run(s) of these points"
+        return Result(claim, ch, len(treated), st.n, unrecorded)
     blocks: list[tuple[Group, Group]] = []
     for g in treated:
         want = _baseline_params(claim, g)

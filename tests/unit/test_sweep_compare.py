@@ -193,6 +193,18 @@ def test_claim_note_counts_the_sweeps_points_not_run_yet() -> None:
     assert "points run" not in evaluate(claim, groups, defined[:1] + defined[2:3]).note
 
 
+def test_value_claim_says_when_its_runs_lack_the_metric() -> None:
+    """Klemm's single-RTS share at 4 m/s: a run made before the metric existed gives no value,
+    and the note says why the row is empty instead of leaving it blank."""
+    claim = next(c for c in PAPERS["klemm2004"].claims if c.key == "original-rts-one")
+    params = {"mobility.max_speed_mps": "4", "lm": "original"}
+    old = group_runs([_record(params, 1, throughput_total_bps=1.0)])
+    res = evaluate(claim, old)
+    assert res.change.n == 0 and res.note == "rts_one_attempt_pct not recorded by the 1 run(s) of these points"
+    new = group_runs([_record(params, s, rts_one_attempt_pct=70.0 + s) for s in (1, 2)])
+    assert evaluate(claim, new).note == "" and evaluate(claim, new).value == pytest.approx(71.5)
+
+
 def test_reproduce_runs_every_part_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """make reproduce PAPER=liu2001: the three sweeps in turn, each with what is left of the
     budget, each followed by its report; a sweep name runs that sweep only."""
