@@ -193,6 +193,26 @@ def test_claim_note_counts_the_sweeps_points_not_run_yet() -> None:
     assert "points run" not in evaluate(claim, groups, defined[:1] + defined[2:3]).note
 
 
+def test_up_to_claim_leaves_out_blocks_below_the_minimum_seeds() -> None:
+    """An "up to" over speeds takes its extreme among blocks with the sweep's minimum of seeds:
+    one seed at 20 m/s (+40 %) does not replace 10 m/s's three (+10 %) until it has three."""
+    claim = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-throughput")
+
+    def runs(speed: str, seeds: range, gain: float) -> list[RunRecord]:
+        return [
+            _record({"scheme": s, "speed": speed, "tcp_flows": "1"}, seed, throughput_total_bps=v)
+            for seed in seeds
+            for s, v in (("elfn", 400.0 + seed), ("epln_bead", (400.0 + seed) * gain))
+        ]
+
+    groups = group_runs(runs("10", range(1, 4), 1.10) + runs("20", range(1, 2), 1.40))
+    res = evaluate(claim, groups, min_seeds=3)
+    assert res.value == pytest.approx(10.0) and res.change.n == 3
+    assert res.note == "max at speed=10 (1 of 2 points below 3 seeds, left out until they have them)"
+    assert evaluate(claim, groups).value == pytest.approx(40.0)  # no minimum known: every block
+    assert evaluate(claim, groups, min_seeds=5).value == pytest.approx(40.0)  # none has it: all
+
+
 def test_value_claim_says_when_its_runs_lack_the_metric() -> None:
     """Klemm's single-RTS share at 4 m/s: a run made before the metric existed gives no value,
     and the note says why the row is empty instead of leaving it blank."""
