@@ -643,11 +643,9 @@ PAPERS: Final[dict[str, Paper]] = {p.key: p for p in (_yu(), _liu(), _ghanem(), 
 #: Headline numbers in ../shared/papers/README.md that the shipped sweeps do not measure, and why.
 NOT_REPRODUCED: Final[dict[str, list[str]]] = {
     "yu2004": [
-        "100-node results (+173 % / +210 % throughput, more than -33 % / -44 % timeouts): part "
-        "'100', the sweep experiments/sweeps/yu2004-100.yaml, with its own report (yu2004-100.md)",
-        "routing overhead with 10 flows (-71 % / -62 %): the full-size sweep runs 1 flow (the scope "
-        "issue 12 sets for Yu), so those two rows show '-'; the reduced sweep yu2004-small has "
-        "10-flow points (15 nodes, 60 s), not a full-size result",
+        "routing overhead with 10 flows (-71 % / -62 %): the full-size sweeps run 1 flow (the scope "
+        "issue 12 sets for Yu), so those two rows of yu2004.md show '-'; the reduced sweep "
+        "yu2004-small has 10-flow points (15 nodes, 60 s), not a full-size result",
         "'old' vs default RTO/cwnd restore without promiscuous mode (Fig. 4: up to +21 % "
         "throughput): the 50-node sweep runs promiscuous mode on, as issue 12 sets for Yu",
     ],
