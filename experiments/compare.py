@@ -168,7 +168,7 @@ def evaluate(
     bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
     used = treated + (bases if claim.kind != "value" else [])
     note = _coverage_note(treated, wanted, res.note) if treated else res.note
-    return dataclasses.replace(res, note=_censored_note(claim.metric, used, note))
+    return dataclasses.replace(res, note=_censored_note(claim.metric, used, note), min_seeds=min_seeds)
 
 
 def _coverage_note(treated: Sequence[Group], wanted: set[frozenset[tuple[str, str]]], note: str) -> str:
@@ -574,7 +574,6 @@ def compare(
     results = [
         dataclasses.replace(
             evaluate(c, groups, defined, lo),
-            min_seeds=lo,
             max_seeds=hi,
             stop_half_width_pct=seq.until.half_width_pct if seq else None,
             stop_metric=seq.until.metric if seq else "",
