@@ -10,7 +10,9 @@ One process per station, inside the station's network namespace. ``run(config)``
 - the earliest protocol timer -> one ``loop.call_at_ns`` handle, re-armed after every step;
 - mirror ``auto`` (default): mirror frames are written only while a packet socket (tcpdump)
   listens on the TAP or on all interfaces, checked in ``/proc/net/packet`` at most every 200 ms;
-- every second: ``out_dir/sta<N>.counters.json`` (atomic), only when something changed;
+- every second: ``out_dir/sta<N>.counters.json`` (atomic), only when something changed, and the
+  trace records, both written by a thread off the loop (``nodes.router.files``);
+- at start: ``mlockall`` (``nodes.router.memory``), so no page the router runs waits for the disk;
 - SIGTERM/SIGINT -> counters, BYE, exit 0; medium gone -> counters, exit ``EXIT_MEDIUM_GONE``.
 
 Nothing runs at import time (the orchestrator forks stations from a zygote that imported this).
@@ -49,7 +51,9 @@ from nodes.formats.medium import TxStatusMsg as _TxStatusMsg
 from nodes.formats.radiotap import Mirror
 from nodes.router.config import ConfigError, MirrorMode, RouterConfig, TraceMode
 from nodes.router.fastpath import FastPath, fastpath_mode, load_library, why_not
+from nodes.router.files import FileWriter
 from nodes.router.loop import EpollLoop, LagHistogram, TimerHandle
+from nodes.router.memory import lock_memory
 from topologies.seeding import station_rng
 
 if TYPE_CHECKING:
@@ -111,6 +115,8 @@ class Router:
         self.trace_path = os.path.join(self.out_dir, f"sta{self.station}.trace.bin")
         self.trace_off_reason: str | None = "off in the router config" if self.trace_mode == "off" else None
         self.tracer: Tracer | None = None
+        self.files = FileWriter(f"sta{self.station}-files")  # started by ``serve``
+        self.memory_lock_error: str | None = "not tried"  # ``lock_memory``'s answer, in the counters
         self.capture_check_interval_ns = CAPTURE_CHECK_NS
 
         self.io: Counter[str] = Counter()
@@ -539,11 +545,7 @@ class Router:
         tr = self.tracer
         if tr is None or not tr.buf:
             return
-        try:
-            with open(self.trace_path, "ab") as f:
-                f.write(tr.take())
-        except OSError as exc:
-            self.log.warning("cannot write %s: %s", self.trace_path, exc)
+        self.files.append(self.trace_path, tr.take())
 
     def _probe_activity(self) -> int:
         """Grows with every packet the station handles (the fast path's too, synced at each return)."""
@@ -650,7 +652,13 @@ class Router:
         if self._loop_lag is not None:
             out["loop_lag"] = self._loop_lag.to_dict()
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        out["rusage"] = {"utime_s": ru.ru_utime, "stime_s": ru.ru_stime}
+        out["rusage"] = {"utime_s": ru.ru_utime, "stime_s": ru.ru_stime, "majflt": ru.ru_majflt}
+        out["memory"] = {"locked": self.memory_lock_error is None, "error": self.memory_lock_error}
+        out["files"] = {
+            "written": self.files.written,
+            "coalesced": self.files.coalesced,
+            "errors": self.files.errors,
+        }
         if ctx is not None:
             out["counters"] = ctx.counters.to_dict()
             out["counters"]["malformed"].update(
@@ -704,13 +712,8 @@ class Router:
 
     def write_counters(self) -> None:
         self._written_activity = self._activity
-        tmp = f"{self.counters_path}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "w") as f:
-                json.dump(self.snapshot(), f, default=str)
-            os.replace(tmp, self.counters_path)
-        except OSError as exc:
-            self.log.warning("cannot write %s: %s", self.counters_path, exc)
+        data = json.dumps(self.snapshot(), default=str).encode()
+        self.files.replace(self.counters_path, data)
 
     # ------------------------------------------------------------------ main
     def serve(self, loop: EpollLoop | None = None) -> int:
@@ -738,6 +741,7 @@ class Router:
             self.rt.start(self.clock.now_ns())
             self._rearm()
             self.start_fastpath(loop)
+            self.files.start()
             self.write_counters()
             loop.call_later(self.counters_interval_s, self._periodic_counters)
             self.log.info(
@@ -759,6 +763,7 @@ class Router:
             if own:
                 loop.close()
                 self.loop = None
+            self.files.close()  # pending writes done; from here on they are synchronous
         return code
 
     def start_fastpath(self, loop: EpollLoop) -> None:
@@ -834,6 +839,9 @@ def run(config: Mapping[str, Any] | RouterConfig) -> int:
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("station %d: bad configuration: %s", station, exc)
         return EXIT_CONFIG
+    router.memory_lock_error = lock_memory()
+    if router.memory_lock_error is not None:
+        log.warning("station %d: memory not locked (%s)", station, router.memory_lock_error)
     try:
         os.makedirs(router.out_dir, exist_ok=True)
         router.setup_devices()

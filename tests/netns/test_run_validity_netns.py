@@ -64,3 +64,9 @@ def test_the_same_run_without_a_stall_has_a_small_medium_lag(tmp_path: Path) -> 
     # (~5 per second while packets flow) beyond the counters timer's one per second
     relay = json.loads((run_dir / "routers" / "sta3.counters.json").read_text())
     assert relay["loop_lag"]["count"] >= 2 * 5 + 7, relay["loop_lag"]
+    # every router locked its pages and wrote its files off the loop without an error
+    # (docs/router.md, "Files and memory")
+    for c in sorted((run_dir / "routers").glob("sta*.counters.json")):
+        d = json.loads(c.read_text())
+        assert d["memory"] == {"locked": True, "error": None}, (c.name, d["memory"])
+        assert d["files"]["errors"] == 0 and d["files"]["written"] >= 1, (c.name, d["files"])
