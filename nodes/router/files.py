@@ -61,7 +61,6 @@ class FileWriter:
         self._queue: deque[_Write] = deque()
         self._thread: threading.Thread | None = None
         self._closing = False
-        self._busy = False
         self.errors = 0
         """Writes that failed with ``OSError`` (each one logged once)."""
         self.written = 0
@@ -101,11 +100,6 @@ class FileWriter:
             self._queue.append(w)
             self._cv.notify()
 
-    def flush(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
-        """Wait until every write given so far is done; False if ``timeout_s`` passed first."""
-        with self._cv:
-            return self._cv.wait_for(lambda: not self._queue and not self._busy, timeout_s)
-
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
         """Write what is pending, stop the thread; False if it did not finish within ``timeout_s``."""
         t = self._thread
@@ -127,16 +121,9 @@ class FileWriter:
             with self._cv:
                 self._cv.wait_for(lambda: self._queue or self._closing)
                 if not self._queue:
-                    self._cv.notify_all()
                     return
                 w = self._queue.popleft()
-                self._busy = True
-            try:
-                self._do(w)
-            finally:
-                with self._cv:
-                    self._busy = False
-                    self._cv.notify_all()
+            self._do(w)
 
     def _do(self, w: _Write) -> None:
         try:

@@ -37,14 +37,3 @@ def lock_memory(flags: int = MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) -> str | No
         return f"mlockall: {os.strerror(err)}"
     return None
 
-
-def locked_kb(pid: int | str = "self") -> int | None:
-    """``VmLck`` of ``/proc/<pid>/status`` in kB (None if absent)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmLck:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None

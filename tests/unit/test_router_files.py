@@ -13,11 +13,20 @@ import pytest
 from nodes.router import files as files_mod
 from nodes.router.files import FileWriter
 from nodes.router.loop import EpollLoop
-from nodes.router.memory import MCL_CURRENT, MCL_ONFAULT, lock_memory, locked_kb
+from nodes.router.memory import MCL_CURRENT, MCL_ONFAULT, lock_memory
+
+
+def locked_kb() -> int | None:
+    """``VmLck`` of this process (``/proc/self/status``) in kB, None if absent."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmLck:"):
+                return int(line.split()[1])
+    return None
 
 
 class _StallingDisk:
-    """``write_file`` that waits for ``release`` before each write while ``stalled`` is set."""
+    """``write_file`` that waits until ``release`` is set before each write."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.release = threading.Event()
@@ -38,10 +47,9 @@ def test_replace_and_append_land_in_order_and_replace_leaves_no_temporary(tmp_pa
     for i in range(5):
         w.append(str(log), f"{i};".encode())
     w.replace(str(tmp_path / "c.json"), b'{"n": 1}')
-    assert w.flush(5)
+    assert w.close(5)
     assert log.read_bytes() == b"0;1;2;3;4;"
     assert json.loads((tmp_path / "c.json").read_text()) == {"n": 1}
-    assert w.close(5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "trace.bin"]
     assert w.written == 6 and w.errors == 0
 
