@@ -1,0 +1,181 @@
+"""How stale were the links a run's packets failed on: ground truth for every MAC give-up.
+
+``python3 -m testbed.staleness results/<exp>/<run> [...] [--between A B]`` prints, per run, the
+MAC give-ups whose last attempt the medium found out of range (``medium/trace.bin``,
+docs/explain.md), split by how long before the give-up the link had left radio range. The
+trajectories are the ones the medium ran (``medium/config.json``), and the range is the radio
+preset's decode range (``topologies.radio``). Each give-up on link {a, b} is one of:
+
+- ``fresh``: the link left range less than ``FRESH_S`` before. It broke while in use.
+- ``undetected``: the link had been out of range for ``FRESH_S`` or more, and no give-up on it
+  since it left range had detected the break. A route with that link was stale, and no one
+  could have known: nothing had tried the link since.
+- ``burst``: an earlier give-up on the same break came less than ``FRESH_S`` before. These are
+  the packets queued behind the first one.
+- ``reused``: an earlier give-up on the same break came ``FRESH_S`` or more before. The break was
+  known at the link's end, and a packet was still routed over it. Only these can be prevented by
+  telling other nodes about a detected break, which is the aim of Yu 2004's DSR-Update (s2.2)
+  and of DSR's ROUTE ERRORs (RFC 4728 section 8.3.4).
+
+Why it exists: the Yu 2004 runs (docs/results/notes/yu2004.md) needed to know whether the stale
+routes that DSR-Update removes are what fails our flows. ``--between A B`` keeps the give-ups of
+packets between stations A and B (either direction: a flow's data and its ACKs).
+
+The classification (``classify``) is sans-I/O and unit-tested on synthetic trajectories
+(tests/unit/test_staleness.py). Only ``load_run`` and ``main`` read files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodes.core.addr import ip_to_station
+from nodes.core.trace import MediumFailure, TraceFormatError, read_medium
+from topologies.mobility import Trajectory, legs, position_at
+from topologies.radio import radio_model
+
+FRESH_S = 1.0
+"""A link that left range less than this before a give-up broke while in use; an earlier
+give-up on the same break less than this before is the same burst."""
+
+STEP_S = 0.05
+"""Resolution of the search back in time for the moment a link left range (1 m at 20 m/s)."""
+
+CLASSES = ("fresh", "undetected", "burst", "reused")
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """One out-of-range give-up with its ground truth."""
+
+    t_s: float
+    link: tuple[int, int]
+    cls: str
+    out_of_range_s: float
+    """How long the link had been out of range at the give-up (since 0 when it never was in range)."""
+    distance_m: float
+
+
+def max_speed(traj: Trajectory) -> float:
+    """The fastest leg of a trajectory, m/s (0 for a station that never moves)."""
+    return max((v for _, _, v in legs(traj)), default=0.0)
+
+
+def left_range_at(
+    a: Trajectory, b: Trajectory, t_s: float, range_m: float, *, closing_mps: float, step_s: float = STEP_S
+) -> float | None:
+    """The last time at or before ``t_s`` at which ``a`` and ``b`` were within ``range_m`` (the
+    link left range just after it), within ``step_s``, or None when they never were since 0.
+
+    Going back in time the distance shrinks by at most ``closing_mps`` (the sum of the two
+    stations' top speeds) per second, so the search jumps back by the distance still to close
+    over that speed and never steps over a moment in range."""
+    t = t_s
+    while t >= 0.0:
+        (xa, ya), (xb, yb) = position_at(a, t), position_at(b, t)
+        d = math.hypot(xa - xb, ya - yb)
+        if d <= range_m:
+            return t
+        if closing_mps <= 0.0:
+            return None
+        t -= max(step_s, (d - range_m) / closing_mps)
+    return None
+
+
+def classify(
+    failures: Iterable[MediumFailure],
+    trajectories: dict[int, Trajectory],
+    range_m: float,
+    *,
+    fresh_s: float = FRESH_S,
+    step_s: float = STEP_S,
+) -> list[Staleness]:
+    """Every ``out_of_range`` give-up among ``failures``, in time order, with its class."""
+    last_detect: dict[tuple[int, int], float] = {}
+    speed = {sid: max_speed(traj) for sid, traj in trajectories.items()}
+    out: list[Staleness] = []
+    for f in sorted(failures, key=lambda f: f.t_ns):
+        if f.cause != "out_of_range":
+            continue
+        link = (min(f.src, f.dst), max(f.src, f.dst))
+        t = f.t_ns / 1e9
+        a, b = link
+        closing = speed[a] + speed[b]
+        inside = left_range_at(
+            trajectories[a], trajectories[b], t, range_m, closing_mps=closing, step_s=step_s
+        )
+        broke = -1.0 if inside is None else inside
+        age = t - inside if inside is not None else t
+        prev = last_detect.get(link)
+        if prev is not None and prev > broke:
+            cls = "reused" if t - prev >= fresh_s else "burst"
+        else:
+            cls = "fresh" if inside is not None and age < fresh_s else "undetected"
+        last_detect[link] = t
+        out.append(Staleness(t, link, cls, age, f.distance_m))
+    return out
+
+
+def between(failures: Iterable[MediumFailure], a: int, b: int) -> list[MediumFailure]:
+    """The give-ups of packets from ``a`` to ``b`` or back (by the IPv4 addresses they carried)."""
+    want = {a, b}
+    return [f for f in failures if {ip_to_station(f.ip_src), ip_to_station(f.ip_dst)} == want]
+
+
+def summary(items: Sequence[Staleness]) -> dict[str, float]:
+    counts = Counter(s.cls for s in items)
+    n = len(items)
+    row: dict[str, float] = {"give_ups": n}
+    for c in CLASSES:
+        row[c] = counts[c]
+        row[f"{c}_pct"] = round(100.0 * counts[c] / n, 1) if n else 0.0
+    ages = sorted(s.out_of_range_s for s in items)
+    row["median_out_of_range_s"] = round(ages[len(ages) // 2], 2) if ages else 0.0
+    return row
+
+
+def load_run(run: Path) -> tuple[list[MediumFailure], dict[int, Trajectory], float]:
+    """The run's give-ups, the trajectories its medium ran, and its decode range."""
+    cfg_path, trace_path = run / "medium" / "config.json", run / "medium" / "trace.bin"
+    for p in (cfg_path, trace_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: missing (is {run} a finished run directory?)")
+    cfg = json.loads(cfg_path.read_text())
+    try:
+        radio = cfg["radio"]
+        trajectories = {int(s["id"]): [tuple(w) for w in s["trajectory"]] for s in cfg["stations"]}
+        range_m = radio_model(radio["preset"], radio.get("overrides") or None).range_m
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{cfg_path}: field radio or stations[].trajectory: {e}") from e
+    return read_medium(trace_path.read_bytes(), str(trace_path)), trajectories, range_m
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m testbed.staleness", description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="finished run directories")
+    ap.add_argument(
+        "--between", nargs=2, type=int, metavar=("A", "B"), help="only packets between stations A and B"
+    )
+    args = ap.parse_args(argv)
+    for run in args.runs:
+        try:
+            failures, trajectories, range_m = load_run(run)
+        except (OSError, ValueError, TraceFormatError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if args.between:
+            failures = between(failures, *args.between)
+        row = summary(classify(failures, trajectories, range_m))
+        print(run.name, " ".join(f"{k}={v:g}" for k, v in row.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""testbed.staleness: the ground-truth age of every out-of-range MAC give-up, on synthetic
+trajectories (virtual time, no files) and on a run directory's files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodes.core.trace import MEDIUM_MAGIC, MEDIUM_RECORD, MediumFailure
+from testbed import staleness
+from testbed.staleness import between, classify, left_range_at, summary
+
+RANGE_M = 250.0
+STILL = [(0.0, 0.0, 0.0)]
+AWAY = [(0.0, 0.0, 0.0), (100.0, 1000.0, 0.0)]
+"""10 m/s along x from the origin: leaves the range of a station at the origin at t = 25 s."""
+AWAY_BACK_AWAY = [(0.0, 0.0, 0.0), (50.0, 500.0, 0.0), (100.0, 0.0, 0.0), (150.0, 500.0, 0.0)]
+"""Out of range of the origin from 25 to 75 s, and again from 125 s."""
+FAR = [(0.0, 5000.0, 0.0)]
+
+
+def fail(
+    t_s: float, src: int, dst: int, cause: str = "out_of_range", ips: tuple[int, int] = (1, 9)
+) -> MediumFailure:
+    return MediumFailure(
+        round(t_s * 1e9), src, dst, cause, 7, 0, 0.0, f"10.0.0.{ips[0]}", f"10.0.0.{ips[1]}", 1, 48
+    )
+
+
+def test_left_range_at_finds_the_last_moment_in_range() -> None:
+    t = left_range_at(STILL, AWAY, 40.0, RANGE_M, closing_mps=10.0)
+    assert t is not None and 24.9 <= t <= 25.0
+    assert left_range_at(STILL, AWAY, 10.0, RANGE_M, closing_mps=10.0) == 10.0  # in range now
+    assert left_range_at(STILL, FAR, 40.0, RANGE_M, closing_mps=0.0) is None
+    t = left_range_at(STILL, AWAY_BACK_AWAY, 130.0, RANGE_M, closing_mps=10.0)
+    assert t is not None and 124.9 <= t <= 125.0  # the second exit, not the first
+
+
+def test_fresh_burst_reused_undetected() -> None:
+    traj = {1: STILL, 2: AWAY, 3: FAR, 4: AWAY}
+    out = classify(
+        [
+            fail(25.5, 1, 2),  # 0.5 s after the break: fresh
+            fail(25.8, 2, 1),  # the same break (either direction) 0.3 s later: burst
+            fail(30.0, 1, 2),  # 4.2 s after it was detected: reused
+            fail(26.0, 1, 2, cause="collision"),  # not a give-up out of range: left out
+            fail(10.0, 1, 3),  # never in range since 0: undetected, out of range since 0
+            fail(40.0, 1, 4),  # out of range for 15 s, never tried since: undetected
+        ],
+        traj,
+        RANGE_M,
+    )
+    got = [(s.t_s, s.link, s.cls) for s in out]
+    assert got == [
+        (10.0, (1, 3), "undetected"),
+        (25.5, (1, 2), "fresh"),
+        (25.8, (1, 2), "burst"),
+        (30.0, (1, 2), "reused"),
+        (40.0, (1, 4), "undetected"),
+    ]
+    ages = {(s.t_s, s.link): s.out_of_range_s for s in out}
+    assert ages[(10.0, (1, 3))] == 10.0
+    assert 15.0 <= ages[(40.0, (1, 4))] <= 15.1
+    assert 0.5 <= ages[(25.5, (1, 2))] <= 0.6
+
+
+def test_a_link_back_in_range_is_a_new_break() -> None:
+    out = classify([fail(30.0, 1, 2), fail(130.0, 1, 2)], {1: STILL, 2: AWAY_BACK_AWAY}, RANGE_M)
+    assert [s.cls for s in out] == ["undetected", "undetected"]  # 5 s old each; the first was another break
+    assert all(4.9 <= s.out_of_range_s <= 5.1 for s in out)
+
+
+def test_between_keeps_both_directions_of_one_pair_and_summary_counts() -> None:
+    fs = [fail(1, 1, 2, ips=(1, 9)), fail(2, 1, 2, ips=(9, 1)), fail(3, 1, 2, ips=(1, 8))]
+    assert [f.t_ns for f in between(fs, 1, 9)] == [1_000_000_000, 2_000_000_000]
+    row = summary(
+        classify([fail(25.5, 1, 2), fail(25.8, 1, 2), fail(30.0, 1, 2)], {1: STILL, 2: AWAY}, RANGE_M)
+    )
+    assert row["give_ups"] == 3 and row["fresh"] == 1 and row["burst"] == 1 and row["reused"] == 1
+    assert row["reused_pct"] == 33.3 and row["undetected"] == 0
+
+
+def _run_dir(tmp_path: Path, failures: list[MediumFailure]) -> Path:
+    med = tmp_path / "run" / "medium"
+    med.mkdir(parents=True)
+    stations = [{"id": 1, "trajectory": STILL}, {"id": 2, "trajectory": AWAY}]
+    (med / "config.json").write_text(
+        json.dumps({"radio": {"preset": "ns2-wavelan", "overrides": {}}, "stations": stations})
+    )
+    body = b"".join(
+        MEDIUM_RECORD.pack(
+            f.t_ns, f.src, f.dst, 1, 7, 0, 300.0, bytes((10, 0, 0, 1)), bytes((10, 0, 0, 9)), 5, 48
+        )
+        for f in failures
+    )
+    (med / "trace.bin").write_bytes(MEDIUM_MAGIC + body)
+    return tmp_path / "run"
+
+
+def test_main_reads_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path, [fail(25.5, 1, 2), fail(30.0, 2, 1)])
+    assert staleness.main([str(run), "--between", "1", "9"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("run give_ups=2 fresh=1 ") and " reused=1 " in line, line
+
+
+def test_main_names_the_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert staleness.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "medium/config.json: missing" in err
+
+
+def test_main_names_a_bad_config_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path, [fail(25.5, 1, 2)])
+    (run / "medium" / "config.json").write_text(json.dumps({"stations": []}))
+    assert staleness.main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "config.json: field radio" in err
