@@ -19,7 +19,11 @@ preset's decode range (``topologies.radio``). Each give-up on link {a, b} is one
 
 Why it exists: the Yu 2004 runs (docs/results/notes/yu2004.md) needed to know whether the stale
 routes that DSR-Update removes are what fails our flows. ``--between A B`` keeps the give-ups of
-packets between stations A and B (either direction: a flow's data and its ACKs).
+packets between stations A and B (either direction: a flow's data and its ACKs). ``--salvage``
+(DSR runs) also reads each give-up's packet from the failing router's trace
+(``routers/staN.trace.bin``) and counts how often it had been salvaged before (the Salvage field
+of its Source Route option, RFC 4728 section 6.7): a packet salvaged over a route from a
+forwarder's cache that is itself stale fails again.
 
 The classification (``classify``) is sans-I/O and unit-tested on synthetic trajectories
 (tests/unit/test_staleness.py). Only ``load_run`` and ``main`` read files.
@@ -28,16 +32,18 @@ The classification (``classify``) is sans-I/O and unit-tested on synthetic traje
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nodes.core.addr import ip_to_station
-from nodes.core.trace import MediumFailure, TraceFormatError, read_medium
+from nodes.core.trace import EV_TX_FAIL, HEADER, MAGIC, MediumFailure, TraceFormatError, read_medium
+from nodes.protocols.dsr.options import DSR_HEADER_LEN, IPPROTO_DSR, OPT_PAD1, OPT_SRCRT
 from topologies.mobility import Trajectory, legs, position_at
 from topologies.radio import radio_model
 
@@ -141,6 +147,78 @@ def summary(items: Sequence[Staleness]) -> dict[str, float]:
     return row
 
 
+MATCH_NS = 50_000_000
+"""A router's ``tx_fail`` record and the medium's give-up of the same frame are this close in time."""
+
+TxFail = tuple[int, bytes]
+"""A router's ``tx_fail`` record: (time in ns, the packet's first bytes)."""
+
+
+def dsr_salvage(packet: bytes) -> int | None:
+    """The Salvage field of a DSR packet's Source Route option (RFC 4728 section 6.7), from the
+    packet's first bytes; None for a packet that is not DSR or has no Source Route option in
+    them. Never raises."""
+    n = len(packet)
+    if n < 20 or packet[0] >> 4 != 4 or packet[9] != IPPROTO_DSR:
+        return None
+    i = (packet[0] & 0x0F) * 4 + DSR_HEADER_LEN
+    while i + 4 <= n:
+        t = packet[i]
+        if t == OPT_PAD1:
+            i += 1
+            continue
+        if t == OPT_SRCRT:
+            return (int.from_bytes(packet[i + 2 : i + 4], "big") >> 6) & 0x0F
+        i += 2 + packet[i + 1]
+    return None
+
+
+def salvage_counts(
+    failures: Sequence[MediumFailure], tx_fails: Mapping[tuple[int, int], Sequence[TxFail]]
+) -> list[int | None]:
+    """For each give-up, the Salvage field of the packet the failing router gave up on: its
+    ``tx_fail`` record towards the same next hop nearest in time (within ``MATCH_NS``), from
+    ``tx_fails[(station, next hop)]`` sorted by time; None when there is none or it is not DSR."""
+    out: list[int | None] = []
+    for f in failures:
+        recs = tx_fails.get((f.src, f.dst), ())
+        i = bisect.bisect_left(recs, f.t_ns, key=lambda r: r[0])
+        near = [r for r in recs[max(i - 1, 0) : i + 1] if abs(r[0] - f.t_ns) <= MATCH_NS]
+        best = min(near, key=lambda r: abs(r[0] - f.t_ns), default=None)
+        out.append(None if best is None else dsr_salvage(best[1]))
+    return out
+
+
+def salvage_summary(counts: Sequence[int | None]) -> dict[str, float]:
+    known = [c for c in counts if c is not None]
+    n = len(known)
+    return {
+        "first_route_pct": round(100.0 * sum(c == 0 for c in known) / n, 1) if n else 0.0,
+        "salvaged_pct": round(100.0 * sum(c > 0 for c in known) / n, 1) if n else 0.0,
+        "no_source_route": len(counts) - n,
+    }
+
+
+def load_tx_fails(run: Path, stations: Iterable[int]) -> dict[tuple[int, int], list[TxFail]]:
+    """The ``tx_fail`` records of the given stations' router traces, by (station, next hop)."""
+    out: dict[tuple[int, int], list[TxFail]] = {}
+    for st in sorted(set(stations)):
+        path = run / "routers" / f"sta{st}.trace.bin"
+        data = path.read_bytes()
+        if not data.startswith(MAGIC):
+            raise TraceFormatError(f"{path}: not a router trace of this version")
+        pos, n, hsize = len(MAGIC), len(data), HEADER.size
+        while pos + hsize <= n:
+            t, ev, _code, peer, caplen = HEADER.unpack_from(data, pos)
+            pos += hsize
+            if ev == EV_TX_FAIL:
+                out.setdefault((st, peer), []).append((t, data[pos : pos + caplen]))
+            pos += caplen
+    for recs in out.values():
+        recs.sort(key=lambda r: r[0])
+    return out
+
+
 def load_run(run: Path) -> tuple[list[MediumFailure], dict[int, Trajectory], float]:
     """The run's give-ups, the trajectories its medium ran, and its decode range."""
     cfg_path, trace_path = run / "medium" / "config.json", run / "medium" / "trace.bin"
@@ -163,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--between", nargs=2, type=int, metavar=("A", "B"), help="only packets between stations A and B"
     )
+    ap.add_argument(
+        "--salvage", action="store_true", help="DSR: how often the failed packets had been salvaged"
+    )
     args = ap.parse_args(argv)
     for run in args.runs:
         try:
@@ -172,7 +253,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.between:
             failures = between(failures, *args.between)
-        row = summary(classify(failures, trajectories, range_m))
+        items = classify(failures, trajectories, range_m)
+        row = summary(items)
+        if args.salvage:
+            gone = sorted((f for f in failures if f.cause == "out_of_range"), key=lambda f: f.t_ns)
+            try:
+                tx = load_tx_fails(run, (f.src for f in gone))
+            except (OSError, TraceFormatError) as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            counts = salvage_counts(gone, tx)
+            row.update(salvage_summary(counts))
+            for cls in ("undetected", "reused"):
+                sub = [c for c, it in zip(counts, items, strict=True) if it.cls == cls]
+                row[f"{cls}_salvaged_pct"] = salvage_summary(sub)["salvaged_pct"]
         print(run.name, " ".join(f"{k}={v:g}" for k, v in row.items()))
     return 0
 

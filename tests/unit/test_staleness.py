@@ -8,9 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from nodes.core.trace import MEDIUM_MAGIC, MEDIUM_RECORD, MediumFailure
+from nodes.core.trace import EV_TX_FAIL, HEADER, MAGIC, MEDIUM_MAGIC, MEDIUM_RECORD, MediumFailure
+from nodes.protocols.dsr.options import Pad1, PadN, SourceRoute, build
 from testbed import staleness
-from testbed.staleness import between, classify, left_range_at, summary
+from testbed.staleness import (
+    between,
+    classify,
+    dsr_salvage,
+    left_range_at,
+    salvage_counts,
+    salvage_summary,
+    summary,
+)
 
 RANGE_M = 250.0
 STILL = [(0.0, 0.0, 0.0)]
@@ -118,3 +127,42 @@ def test_main_names_a_bad_config_field(tmp_path: Path, capsys: pytest.CaptureFix
     assert staleness.main([str(run)]) == 2
     err = capsys.readouterr().err
     assert "config.json: field radio" in err
+
+
+def _dsr(salvage: int) -> bytes:
+    return build(1, 9, [Pad1(), SourceRoute((2, 5), segs_left=1, salvage=salvage)], ident=7)
+
+
+def test_dsr_salvage_reads_the_source_route_option_and_never_raises() -> None:
+    assert dsr_salvage(_dsr(0)) == 0 and dsr_salvage(_dsr(15)) == 15
+    assert dsr_salvage(_dsr(3)[:24]) is None  # the option was not recorded
+    assert dsr_salvage(build(1, 9, [PadN(2)])) is None  # DSR without a Source Route option
+    assert dsr_salvage(b"\x45" + bytes(30)) is None  # IPv4, not DSR
+    for cut in range(len(_dsr(3))):  # any truncation
+        assert dsr_salvage(_dsr(3)[:cut]) in (None, 3)
+
+
+def test_salvage_counts_match_the_routers_record_of_the_same_frame() -> None:
+    fs = [fail(25.5, 1, 2), fail(30.0, 1, 2), fail(31.0, 1, 3)]
+    tx = {
+        (1, 2): [(25_490_000_000, _dsr(0)), (30_020_000_000, _dsr(4)), (30_200_000_000, _dsr(9))],
+        (1, 3): [(31_500_000_000, _dsr(2))],  # 0.5 s away: not the same frame
+    }
+    counts = salvage_counts(fs, tx)
+    assert counts == [0, 4, None]
+    assert salvage_summary(counts) == {"first_route_pct": 50.0, "salvaged_pct": 50.0, "no_source_route": 1}
+
+
+def test_main_salvage_reads_the_router_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path, [fail(25.5, 1, 2), fail(30.0, 2, 1)])
+    (run / "routers").mkdir()
+    recs = {1: (25_500_000_000, 2, _dsr(0)), 2: (30_000_000_000, 1, _dsr(6))}
+    for st, (t, peer, pkt) in recs.items():
+        body = HEADER.pack(t, EV_TX_FAIL, 1, peer, len(pkt)) + pkt
+        (run / "routers" / f"sta{st}.trace.bin").write_bytes(MAGIC + body)
+    assert staleness.main([str(run), "--salvage"]) == 0
+    out = capsys.readouterr().out
+    assert " first_route_pct=50 salvaged_pct=50 " in out and "reused_salvaged_pct=100" in out, out
+    (run / "routers" / "sta2.trace.bin").write_bytes(b"junk")
+    assert staleness.main([str(run), "--salvage"]) == 2
+    assert "sta2.trace.bin: not a router trace" in capsys.readouterr().err
