@@ -25,6 +25,10 @@ packets between stations A and B (either direction: a flow's data and its ACKs).
 of its Source Route option, RFC 4728 section 6.7): a packet salvaged over a route from a
 forwarder's cache that is itself stale fails again.
 
+Limit: the positions are the trajectories' alone. A scripted ``move`` event (the medium config's
+``events``) teleports a station, and this tool does not follow it, so a run with such events
+gets wrong ages for that station's links.
+
 The classification (``classify``) is sans-I/O and unit-tested on synthetic trajectories
 (tests/unit/test_staleness.py). Only ``load_run`` and ``main`` read files.
 """
