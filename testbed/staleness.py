@@ -10,9 +10,9 @@ preset's decode range (``topologies.radio``). Each give-up on link {a, b} is one
 - ``undetected``: the link had been out of range for ``FRESH_S`` or more, and no give-up on it
   since it left range had detected the break. A route with that link was stale, and no one
   could have known: nothing had tried the link since.
-- ``burst``: an earlier give-up on the same break came less than ``FRESH_S`` before. These are
-  the packets queued behind the first one.
-- ``reused``: an earlier give-up on the same break came ``FRESH_S`` or more before. The break was
+- ``burst``: the first give-up on the same break came less than ``FRESH_S`` before. These are
+  the packets queued behind it.
+- ``reused``: the first give-up on the same break came ``FRESH_S`` or more before. The break was
   known at the link's end, and a packet was still routed over it. Only these can be prevented by
   telling other nodes about a detected break, which is the aim of Yu 2004's DSR-Update (s2.2)
   and of DSR's ROUTE ERRORs (RFC 4728 section 8.3.4).
@@ -25,9 +25,11 @@ packets between stations A and B (either direction: a flow's data and its ACKs).
 of its Source Route option, RFC 4728 section 6.7): a packet salvaged over a route from a
 forwarder's cache that is itself stale fails again.
 
-Limit: the positions are the trajectories' alone. A scripted ``move`` event (the medium config's
-``events``) teleports a station, and this tool does not follow it, so a run with such events
-gets wrong ages for that station's links.
+Limits: the positions are the trajectories' alone. A scripted ``move`` event (the medium
+config's ``events``) teleports a station, and this tool does not follow it, so a run with such
+events gets wrong ages for that station's links. The range is the preset's decode range, so
+per-station transmit power is not followed. A give-up that the medium calls ``out_of_range`` for
+another reason (a radio switched off) at a distance within range is counted ``fresh``, age 0.
 
 The classification (``classify``) is sans-I/O and unit-tested on synthetic trajectories
 (tests/unit/test_staleness.py). Only ``load_run`` and ``main`` read files.
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import ipaddress
 import json
 import math
 import sys
@@ -86,17 +89,17 @@ def left_range_at(
 
     Going back in time the distance shrinks by at most ``closing_mps`` (the sum of the two
     stations' top speeds) per second, so the search jumps back by the distance still to close
-    over that speed and never steps over a moment in range."""
+    over that speed (at least ``step_s``): it misses no time in range longer than ``step_s``,
+    and it looks at 0 last."""
     t = t_s
-    while t >= 0.0:
+    while True:
         (xa, ya), (xb, yb) = position_at(a, t), position_at(b, t)
         d = math.hypot(xa - xb, ya - yb)
         if d <= range_m:
             return t
-        if closing_mps <= 0.0:
+        if closing_mps <= 0.0 or t <= 0.0:
             return None
-        t -= max(step_s, (d - range_m) / closing_mps)
-    return None
+        t = max(0.0, t - max(step_s, (d - range_m) / closing_mps))
 
 
 def classify(
@@ -108,7 +111,8 @@ def classify(
     step_s: float = STEP_S,
 ) -> list[Staleness]:
     """Every ``out_of_range`` give-up among ``failures``, in time order, with its class."""
-    last_detect: dict[tuple[int, int], float] = {}
+    first_detect: dict[tuple[int, int], float] = {}
+    """link -> the first give-up on its latest break."""
     speed = {sid: max_speed(traj) for sid, traj in trajectories.items()}
     out: list[Staleness] = []
     for f in sorted(failures, key=lambda f: f.t_ns):
@@ -123,12 +127,12 @@ def classify(
         )
         broke = -1.0 if inside is None else inside
         age = t - inside if inside is not None else t
-        prev = last_detect.get(link)
-        if prev is not None and prev > broke:
-            cls = "reused" if t - prev >= fresh_s else "burst"
+        first = first_detect.get(link)
+        if first is not None and first > broke:  # this break was detected before
+            cls = "reused" if t - first >= fresh_s else "burst"
         else:
             cls = "fresh" if inside is not None and age < fresh_s else "undetected"
-        last_detect[link] = t
+            first_detect[link] = t
         out.append(Staleness(t, link, cls, age, f.distance_m))
     return out
 
@@ -165,8 +169,12 @@ def dsr_salvage(packet: bytes) -> int | None:
     n = len(packet)
     if n < 20 or packet[0] >> 4 != 4 or packet[9] != IPPROTO_DSR:
         return None
-    i = (packet[0] & 0x0F) * 4 + DSR_HEADER_LEN
-    while i + 4 <= n:
+    start = (packet[0] & 0x0F) * 4 + DSR_HEADER_LEN
+    if start < 20 + DSR_HEADER_LEN or start > n:
+        return None
+    end = min(n, start + int.from_bytes(packet[start - 2 : start], "big"))  # the DSR Payload Length
+    i = start
+    while i + 4 <= end:
         t = packet[i]
         if t == OPT_PAD1:
             i += 1
@@ -181,16 +189,39 @@ def salvage_counts(
     failures: Sequence[MediumFailure], tx_fails: Mapping[tuple[int, int], Sequence[TxFail]]
 ) -> list[int | None]:
     """For each give-up, the Salvage field of the packet the failing router gave up on: its
-    ``tx_fail`` record towards the same next hop nearest in time (within ``MATCH_NS``), from
+    ``tx_fail`` record towards the same next hop with the same IPv4 source, destination and
+    identification, nearest in time within ``MATCH_NS`` and not matched to another give-up, from
     ``tx_fails[(station, next hop)]`` sorted by time; None when there is none or it is not DSR."""
     out: list[int | None] = []
+    used: set[tuple[tuple[int, int], int]] = set()
     for f in failures:
+        key = (f.ip_src, f.ip_dst, f.ip_id)
         recs = tx_fails.get((f.src, f.dst), ())
-        i = bisect.bisect_left(recs, f.t_ns, key=lambda r: r[0])
-        near = [r for r in recs[max(i - 1, 0) : i + 1] if abs(r[0] - f.t_ns) <= MATCH_NS]
-        best = min(near, key=lambda r: abs(r[0] - f.t_ns), default=None)
-        out.append(None if best is None else dsr_salvage(best[1]))
+        lo = bisect.bisect_left(recs, f.t_ns - MATCH_NS, key=lambda r: r[0])
+        hi = bisect.bisect_right(recs, f.t_ns + MATCH_NS, key=lambda r: r[0])
+        near = [
+            (abs(recs[j][0] - f.t_ns), j)
+            for j in range(lo, hi)
+            if ((f.src, f.dst), j) not in used and _ip_key(recs[j][1]) == key
+        ]
+        if not near:
+            out.append(None)
+            continue
+        _, j = min(near)
+        used.add(((f.src, f.dst), j))
+        out.append(dsr_salvage(recs[j][1]))
     return out
+
+
+def _ip_key(packet: bytes) -> tuple[str, str, int] | None:
+    """IPv4 source, destination and identification of a packet's first bytes (the medium's key)."""
+    if len(packet) < 20:
+        return None
+    return (
+        str(ipaddress.IPv4Address(packet[12:16])),
+        str(ipaddress.IPv4Address(packet[16:20])),
+        int.from_bytes(packet[4:6], "big"),
+    )
 
 
 def salvage_summary(counts: Sequence[int | None]) -> dict[str, float]:
@@ -229,14 +260,29 @@ def load_run(run: Path) -> tuple[list[MediumFailure], dict[int, Trajectory], flo
     for p in (cfg_path, trace_path):
         if not p.is_file():
             raise FileNotFoundError(f"{p}: missing (is {run} a finished run directory?)")
-    cfg = json.loads(cfg_path.read_text())
     try:
+        cfg = json.loads(cfg_path.read_text())
         radio = cfg["radio"]
-        trajectories = {int(s["id"]): [tuple(w) for w in s["trajectory"]] for s in cfg["stations"]}
         range_m = radio_model(radio["preset"], radio.get("overrides") or None).range_m
     except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{cfg_path}: field radio or stations[].trajectory: {e}") from e
-    return read_medium(trace_path.read_bytes(), str(trace_path)), trajectories, range_m
+        raise ValueError(f"{cfg_path}: field radio: {e!r}") from e
+    trajectories: dict[int, Trajectory] = {}
+    try:
+        for s in cfg["stations"]:
+            traj = [(float(w[0]), float(w[1]), float(w[2])) for w in s["trajectory"]]
+            if not traj or any(len(w) != 3 for w in s["trajectory"]):
+                raise ValueError("a trajectory is a non-empty list of [t_s, x_m, y_m]")
+            if not all(math.isfinite(v) for w in traj for v in w):
+                raise ValueError("a waypoint is not a finite number")
+            trajectories[int(s["id"])] = traj
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"{cfg_path}: field stations[].trajectory: {e!r}") from e
+    failures = read_medium(trace_path.read_bytes(), str(trace_path))
+    for f in failures:
+        for st in (f.src, f.dst):
+            if st not in trajectories:
+                raise ValueError(f"{trace_path}: a give-up of station {st}, which {cfg_path} does not have")
+    return failures, trajectories, range_m
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,10 +31,15 @@ FAR = [(0.0, 5000.0, 0.0)]
 
 
 def fail(
-    t_s: float, src: int, dst: int, cause: str = "out_of_range", ips: tuple[int, int] = (1, 9)
+    t_s: float,
+    src: int,
+    dst: int,
+    cause: str = "out_of_range",
+    ips: tuple[int, int] = (1, 9),
+    ip_id: int = 1,
 ) -> MediumFailure:
     return MediumFailure(
-        round(t_s * 1e9), src, dst, cause, 7, 0, 0.0, f"10.0.0.{ips[0]}", f"10.0.0.{ips[1]}", 1, 48
+        round(t_s * 1e9), src, dst, cause, 7, 0, 0.0, f"10.0.0.{ips[0]}", f"10.0.0.{ips[1]}", ip_id, 48
     )
 
 
@@ -75,6 +80,17 @@ def test_fresh_burst_reused_undetected() -> None:
     assert 0.5 <= ages[(25.5, (1, 2))] <= 0.6
 
 
+def test_a_break_hit_often_is_reused_from_one_second_after_its_first_detection() -> None:
+    out = classify([fail(25.5 + 0.6 * k, 1, 2) for k in range(5)], {1: STILL, 2: AWAY}, RANGE_M)
+    assert [s.cls for s in out] == ["fresh", "burst", "reused", "reused", "reused"]
+
+
+def test_left_range_at_looks_at_time_zero() -> None:
+    # in range only at t = 0 (then 100 m/s away): a jump that passes below 0 still checks 0
+    fast = [(0.0, 250.0, 0.0), (10.0, 1250.0, 0.0)]
+    assert left_range_at(STILL, fast, 0.2, RANGE_M, closing_mps=100.0, step_s=0.25) == 0.0
+
+
 def test_a_link_back_in_range_is_a_new_break() -> None:
     out = classify([fail(30.0, 1, 2), fail(130.0, 1, 2)], {1: STILL, 2: AWAY_BACK_AWAY}, RANGE_M)
     assert [s.cls for s in out] == ["undetected", "undetected"]  # 5 s old each; the first was another break
@@ -100,7 +116,7 @@ def _run_dir(tmp_path: Path, failures: list[MediumFailure]) -> Path:
     )
     body = b"".join(
         MEDIUM_RECORD.pack(
-            f.t_ns, f.src, f.dst, 1, 7, 0, 300.0, bytes((10, 0, 0, 1)), bytes((10, 0, 0, 9)), 5, 48
+            f.t_ns, f.src, f.dst, 1, 7, 0, 300.0, bytes((10, 0, 0, 1)), bytes((10, 0, 0, 9)), 1, 48
         )
         for f in failures
     )
@@ -121,16 +137,38 @@ def test_main_names_the_missing_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "medium/config.json: missing" in err
 
 
-def test_main_names_a_bad_config_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"stations": []}, "config.json: field radio"),
+        ("{not json", "config.json: field radio"),
+        (
+            {"radio": {"preset": "ns2-wavelan"}, "stations": [{"id": 1, "trajectory": []}]},
+            "config.json: field stations[].trajectory",
+        ),
+        (
+            {"radio": {"preset": "ns2-wavelan"}, "stations": [{"id": 1, "trajectory": [[0, "x", 0]]}]},
+            "config.json: field stations[].trajectory",
+        ),
+        (
+            {"radio": {"preset": "ns2-wavelan"}, "stations": [{"id": 1, "trajectory": [[0, 0, 0]]}]},
+            "trace.bin: a give-up of station 2, which",
+        ),
+    ],
+)
+def test_main_names_a_bad_config_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: object, message: str
+) -> None:
     run = _run_dir(tmp_path, [fail(25.5, 1, 2)])
-    (run / "medium" / "config.json").write_text(json.dumps({"stations": []}))
+    text = config if isinstance(config, str) else json.dumps(config)
+    (run / "medium" / "config.json").write_text(text)
     assert staleness.main([str(run)]) == 2
     err = capsys.readouterr().err
-    assert "config.json: field radio" in err
+    assert message in err, err
 
 
-def _dsr(salvage: int) -> bytes:
-    return build(1, 9, [Pad1(), SourceRoute((2, 5), segs_left=1, salvage=salvage)], ident=7)
+def _dsr(salvage: int, ident: int = 1) -> bytes:
+    return build(1, 9, [Pad1(), SourceRoute((2, 5), segs_left=1, salvage=salvage)], ident=ident)
 
 
 def test_dsr_salvage_reads_the_source_route_option_and_never_raises() -> None:
@@ -138,6 +176,12 @@ def test_dsr_salvage_reads_the_source_route_option_and_never_raises() -> None:
     assert dsr_salvage(_dsr(3)[:24]) is None  # the option was not recorded
     assert dsr_salvage(build(1, 9, [PadN(2)])) is None  # DSR without a Source Route option
     assert dsr_salvage(b"\x45" + bytes(30)) is None  # IPv4, not DSR
+    # no Source Route option within the DSR Payload Length: the bytes after it (TCP) are not read
+    tcp_like = bytes((96, 6, 0x03, 0xC0, 0, 0, 0, 0))
+    assert dsr_salvage(build(1, 9, [PadN(2)], payload=tcp_like)) is None
+    bad_ihl = bytearray(_dsr(3))
+    bad_ihl[0] = 0x44  # IHL 16 bytes: not a valid IPv4 header
+    assert dsr_salvage(bytes(bad_ihl)) is None
     for cut in range(len(_dsr(3))):  # any truncation
         assert dsr_salvage(_dsr(3)[:cut]) in (None, 3)
 
@@ -151,6 +195,12 @@ def test_salvage_counts_match_the_routers_record_of_the_same_frame() -> None:
     counts = salvage_counts(fs, tx)
     assert counts == [0, 4, None]
     assert salvage_summary(counts) == {"first_route_pct": 50.0, "salvaged_pct": 50.0, "no_source_route": 1}
+    # two frames 10 ms apart: each give-up takes the record of its own packet (IPv4 id), once
+    both = [fail(40.0, 1, 2, ip_id=11), fail(40.01, 1, 2, ip_id=12)]
+    recs = {(1, 2): [(40_000_000_000, _dsr(2, ident=12)), (40_010_000_000, _dsr(5, ident=11))]}
+    assert salvage_counts(both, recs) == [5, 2]
+    twice = [fail(40.0, 1, 2, ip_id=11), fail(40.001, 1, 2, ip_id=11)]
+    assert salvage_counts(twice, {(1, 2): [(40_000_000_000, _dsr(5, ident=11))]}) == [5, None]
 
 
 def test_main_salvage_reads_the_router_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
