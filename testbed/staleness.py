@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import ipaddress
 import json
 import math
 import sys
@@ -49,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodes.core.addr import ip_to_station
-from nodes.core.trace import EV_TX_FAIL, HEADER, MAGIC, MediumFailure, TraceFormatError, read_medium
+from nodes.core.trace import EV_TX_FAIL, MediumFailure, TraceFormatError, packet_key, read_medium, read_raw
 from nodes.protocols.dsr.options import DSR_HEADER_LEN, IPPROTO_DSR, OPT_PAD1, OPT_SRCRT
 from topologies.mobility import Trajectory, legs, position_at
 from topologies.radio import radio_model
@@ -102,6 +101,11 @@ def left_range_at(
         t = max(0.0, t - max(step_s, (d - range_m) / closing_mps))
 
 
+def give_ups(failures: Iterable[MediumFailure]) -> list[MediumFailure]:
+    """The ``out_of_range`` give-ups among ``failures``, in time order: what ``classify`` classes."""
+    return sorted((f for f in failures if f.cause == "out_of_range"), key=lambda f: f.t_ns)
+
+
 def classify(
     failures: Iterable[MediumFailure],
     trajectories: dict[int, Trajectory],
@@ -110,14 +114,12 @@ def classify(
     fresh_s: float = FRESH_S,
     step_s: float = STEP_S,
 ) -> list[Staleness]:
-    """Every ``out_of_range`` give-up among ``failures``, in time order, with its class."""
+    """Every give-up of ``give_ups(failures)``, in that order, with its class."""
     first_detect: dict[tuple[int, int], float] = {}
     """link -> the first give-up on its latest break."""
     speed = {sid: max_speed(traj) for sid, traj in trajectories.items()}
     out: list[Staleness] = []
-    for f in sorted(failures, key=lambda f: f.t_ns):
-        if f.cause != "out_of_range":
-            continue
+    for f in give_ups(failures):
         link = (min(f.src, f.dst), max(f.src, f.dst))
         t = f.t_ns / 1e9
         a, b = link
@@ -158,8 +160,13 @@ def summary(items: Sequence[Staleness]) -> dict[str, float]:
 MATCH_NS = 50_000_000
 """A router's ``tx_fail`` record and the medium's give-up of the same frame are this close in time."""
 
-TxFail = tuple[int, bytes]
-"""A router's ``tx_fail`` record: (time in ns, the packet's first bytes)."""
+TxFail = tuple[int, tuple[str, str, int], int | None]
+"""A router's ``tx_fail`` record: (time in ns, the packet's ``packet_key``, its ``dsr_salvage``)."""
+
+
+def tx_fail(t_ns: int, packet: bytes) -> TxFail:
+    """A ``tx_fail`` record of ``packet`` (its first bytes) at ``t_ns``, decoded once."""
+    return t_ns, packet_key(packet), dsr_salvage(packet)
 
 
 def dsr_salvage(packet: bytes) -> int | None:
@@ -202,26 +209,15 @@ def salvage_counts(
         near = [
             (abs(recs[j][0] - f.t_ns), j)
             for j in range(lo, hi)
-            if ((f.src, f.dst), j) not in used and _ip_key(recs[j][1]) == key
+            if ((f.src, f.dst), j) not in used and recs[j][1] == key
         ]
         if not near:
             out.append(None)
             continue
         _, j = min(near)
         used.add(((f.src, f.dst), j))
-        out.append(dsr_salvage(recs[j][1]))
+        out.append(recs[j][2])
     return out
-
-
-def _ip_key(packet: bytes) -> tuple[str, str, int] | None:
-    """IPv4 source, destination and identification of a packet's first bytes (the medium's key)."""
-    if len(packet) < 20:
-        return None
-    return (
-        str(ipaddress.IPv4Address(packet[12:16])),
-        str(ipaddress.IPv4Address(packet[16:20])),
-        int.from_bytes(packet[4:6], "big"),
-    )
 
 
 def salvage_summary(counts: Sequence[int | None]) -> dict[str, float]:
@@ -239,16 +235,9 @@ def load_tx_fails(run: Path, stations: Iterable[int]) -> dict[tuple[int, int], l
     out: dict[tuple[int, int], list[TxFail]] = {}
     for st in sorted(set(stations)):
         path = run / "routers" / f"sta{st}.trace.bin"
-        data = path.read_bytes()
-        if not data.startswith(MAGIC):
-            raise TraceFormatError(f"{path}: not a router trace of this version")
-        pos, n, hsize = len(MAGIC), len(data), HEADER.size
-        while pos + hsize <= n:
-            t, ev, _code, peer, caplen = HEADER.unpack_from(data, pos)
-            pos += hsize
+        for t, ev, _code, peer, packet in read_raw(path.read_bytes(), str(path)):
             if ev == EV_TX_FAIL:
-                out.setdefault((st, peer), []).append((t, data[pos : pos + caplen]))
-            pos += caplen
+                out.setdefault((st, peer), []).append(tx_fail(t, packet))
     for recs in out.values():
         recs.sort(key=lambda r: r[0])
     return out
@@ -306,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         items = classify(failures, trajectories, range_m)
         row = summary(items)
         if args.salvage:
-            gone = sorted((f for f in failures if f.cause == "out_of_range"), key=lambda f: f.t_ns)
+            gone = give_ups(failures)
             try:
                 tx = load_tx_fails(run, (f.src for f in gone))
             except (OSError, TraceFormatError) as e:

@@ -176,9 +176,9 @@ def _ip(b: bytes) -> str:
     return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
 
 
-def read_records(data: bytes, station: int, what: str = "trace") -> Iterator[TraceRecord]:
-    """Decode a router trace file's bytes (``MAGIC`` + records); a truncated last record (a
-    router killed while writing) is ignored."""
+def read_raw(data: bytes, what: str = "trace") -> Iterator[tuple[int, int, int, int, bytes]]:
+    """Walk a router trace file's bytes (``MAGIC`` + records): ``(t_ns, ev, code, peer, packet's
+    first bytes)`` per record; a truncated last record (a router killed while writing) is ignored."""
     if not data.startswith(MAGIC):
         raise TraceFormatError(
             f"{what}: not a router trace of this version (expected {MAGIC!r} at the start)"
@@ -189,8 +189,22 @@ def read_records(data: bytes, station: int, what: str = "trace") -> Iterator[Tra
         pos += hsize
         if pos + caplen > n:
             return
-        f = packet_fields(data[pos : pos + caplen])
+        yield t, ev, code, peer, data[pos : pos + caplen]
         pos += caplen
+
+
+def packet_key(p: bytes) -> tuple[str, str, int]:
+    """IPv4 source, destination (dotted) and identification of a packet's first bytes: the key a
+    packet keeps across stations, as ``TraceRecord`` and ``MediumFailure`` carry it."""
+    f = packet_fields(p)
+    return _ip(f[0]), _ip(f[1]), f[2]
+
+
+def read_records(data: bytes, station: int, what: str = "trace") -> Iterator[TraceRecord]:
+    """Decode a router trace file's bytes (``MAGIC`` + records); a truncated last record (a
+    router killed while writing) is ignored."""
+    for t, ev, code, peer, packet in read_raw(data, what):
+        f = packet_fields(packet)
         yield TraceRecord(station, t, ev, code, peer, _ip(f[0]), _ip(f[1]), *f[2:])
 
 

@@ -19,6 +19,7 @@ from testbed.staleness import (
     salvage_counts,
     salvage_summary,
     summary,
+    tx_fail,
 )
 
 RANGE_M = 250.0
@@ -189,18 +190,22 @@ def test_dsr_salvage_reads_the_source_route_option_and_never_raises() -> None:
 def test_salvage_counts_match_the_routers_record_of_the_same_frame() -> None:
     fs = [fail(25.5, 1, 2), fail(30.0, 1, 2), fail(31.0, 1, 3)]
     tx = {
-        (1, 2): [(25_490_000_000, _dsr(0)), (30_020_000_000, _dsr(4)), (30_200_000_000, _dsr(9))],
-        (1, 3): [(31_500_000_000, _dsr(2))],  # 0.5 s away: not the same frame
+        (1, 2): [
+            tx_fail(25_490_000_000, _dsr(0)),
+            tx_fail(30_020_000_000, _dsr(4)),
+            tx_fail(30_200_000_000, _dsr(9)),
+        ],
+        (1, 3): [tx_fail(31_500_000_000, _dsr(2))],  # 0.5 s away: not the same frame
     }
     counts = salvage_counts(fs, tx)
     assert counts == [0, 4, None]
     assert salvage_summary(counts) == {"first_route_pct": 50.0, "salvaged_pct": 50.0, "no_source_route": 1}
     # two frames 10 ms apart: each give-up takes the record of its own packet (IPv4 id), once
     both = [fail(40.0, 1, 2, ip_id=11), fail(40.01, 1, 2, ip_id=12)]
-    recs = {(1, 2): [(40_000_000_000, _dsr(2, ident=12)), (40_010_000_000, _dsr(5, ident=11))]}
+    recs = {(1, 2): [tx_fail(40_000_000_000, _dsr(2, ident=12)), tx_fail(40_010_000_000, _dsr(5, ident=11))]}
     assert salvage_counts(both, recs) == [5, 2]
     twice = [fail(40.0, 1, 2, ip_id=11), fail(40.001, 1, 2, ip_id=11)]
-    assert salvage_counts(twice, {(1, 2): [(40_000_000_000, _dsr(5, ident=11))]}) == [5, None]
+    assert salvage_counts(twice, {(1, 2): [tx_fail(40_000_000_000, _dsr(5, ident=11))]}) == [5, None]
 
 
 def test_main_salvage_reads_the_router_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
