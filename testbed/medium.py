@@ -8,6 +8,7 @@ The orchestrator writes ``/run/manet/<runid>/medium.json``, starts
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from topologies.layout import trajectories
+from topologies.mobility import Trajectory
 from topologies.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +61,31 @@ def medium_config(
         "events": [ev.model_dump(mode="json") for ev in scenario.events],
         "p2p": scenario.p2p.medium_config() if scenario.p2p is not None else None,
     }
+
+
+def read_trajectories(cfg_path: Path) -> dict[int, Trajectory]:
+    """The stations' trajectories of a medium config that ``medium_config`` wrote (its reader).
+
+    Raises ``ValueError`` naming the file and the field ``stations[].trajectory`` when a station
+    has no id, an empty trajectory, a waypoint that is not ``[t_s, x_m, y_m]`` or not finite.
+    """
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{cfg_path}: not JSON: {e}") from e
+    out: dict[int, Trajectory] = {}
+    try:
+        for s in cfg["stations"]:
+            raw = s["trajectory"]
+            if not raw or any(len(w) != 3 for w in raw):
+                raise ValueError("a trajectory is a non-empty list of [t_s, x_m, y_m]")
+            traj = [(float(w[0]), float(w[1]), float(w[2])) for w in raw]
+            if not all(math.isfinite(v) for w in traj for v in w):
+                raise ValueError("a waypoint is not a finite number")
+            out[int(s["id"])] = traj
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"{cfg_path}: field stations[].trajectory: {e!r}") from e
+    return out
 
 
 class MediumControl:

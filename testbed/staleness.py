@@ -50,6 +50,7 @@ from pathlib import Path
 from nodes.core.addr import ip_to_station
 from nodes.core.trace import EV_TX_FAIL, MediumFailure, TraceFormatError, packet_key, read_medium, read_raw
 from nodes.protocols.dsr.options import DSR_HEADER_LEN, IPPROTO_DSR, OPT_PAD1, OPT_SRCRT
+from testbed.medium import read_trajectories
 from topologies.mobility import Trajectory, legs, position_at
 from topologies.radio import radio_model
 
@@ -255,17 +256,7 @@ def load_run(run: Path) -> tuple[list[MediumFailure], dict[int, Trajectory], flo
         range_m = radio_model(radio["preset"], radio.get("overrides") or None).range_m
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{cfg_path}: field radio: {e!r}") from e
-    trajectories: dict[int, Trajectory] = {}
-    try:
-        for s in cfg["stations"]:
-            traj = [(float(w[0]), float(w[1]), float(w[2])) for w in s["trajectory"]]
-            if not traj or any(len(w) != 3 for w in s["trajectory"]):
-                raise ValueError("a trajectory is a non-empty list of [t_s, x_m, y_m]")
-            if not all(math.isfinite(v) for w in traj for v in w):
-                raise ValueError("a waypoint is not a finite number")
-            trajectories[int(s["id"])] = traj
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise ValueError(f"{cfg_path}: field stations[].trajectory: {e!r}") from e
+    trajectories = read_trajectories(cfg_path)
     failures = read_medium(trace_path.read_bytes(), str(trace_path))
     for f in failures:
         for st in (f.src, f.dst):
@@ -292,10 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.between:
             failures = between(failures, *args.between)
-        items = classify(failures, trajectories, range_m)
+        gone = give_ups(failures)
+        items = classify(gone, trajectories, range_m)
         row = summary(items)
         if args.salvage:
-            gone = give_ups(failures)
             try:
                 tx = load_tx_fails(run, (f.src for f in gone))
             except (OSError, TraceFormatError) as e:

@@ -21,6 +21,8 @@ from typing import Any
 
 from nodes.core.trace import EV_TX, IPPROTO_TCP
 from testbed.explain import RERR_TYPE, Explanation, RunData, RunDirError, analyze
+from testbed.medium import read_trajectories
+from topologies.mobility import Trajectory, position_at
 
 RREQ_TYPE = 1
 """RFC 4728 section 6.2 / RFC 3561 section 5.1: Route Request type 1 (DSR option, AODV message)."""
@@ -45,18 +47,7 @@ CAUSE_COLOURS = {
 }
 
 
-def _position(traj: list[list[float]], t: float) -> tuple[float, float]:
-    """Linear interpolation of ``[t_s, x, y]`` waypoints, constant outside (docs/medium.md)."""
-    if t <= traj[0][0]:
-        return traj[0][1], traj[0][2]
-    for (t0, x0, y0), (t1, x1, y1) in zip(traj, traj[1:], strict=False):
-        if t <= t1:
-            f = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
-            return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
-    return traj[-1][1], traj[-1][2]
-
-
-def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end: float) -> dict[str, Any]:
+def map_figure(trajs: dict[int, Trajectory], range_m: float | None, t_end: float) -> dict[str, Any]:
     """The animated map (a plotly figure as a dict): stations, links within range, a slider."""
     ids = sorted(trajs)
     frames: list[dict[str, Any]] = []
@@ -64,7 +55,7 @@ def map_figure(trajs: dict[int, list[list[float]]], range_m: float | None, t_end
     n = max(1, math.ceil(t_end / MAP_STEP_S))
     for k in range(n + 1):
         t = round(k * MAP_STEP_S, 3)
-        pos = {i: _position(trajs[i], t) for i in ids}
+        pos = {i: position_at(trajs[i], t) for i in ids}
         lx: list[float | None] = []
         ly: list[float | None] = []
         if range_m:
@@ -377,8 +368,7 @@ def render(data: RunData, expl: list[Explanation]) -> str:
     """The page's HTML (sans-I/O apart from reading plotly's bundled JS)."""
     from plotly.offline import get_plotlyjs
 
-    mcfg = json.loads((data.run_dir / "medium" / "config.json").read_text())
-    trajs = {int(s["id"]): s["trajectory"] for s in mcfg.get("stations", [])}
+    trajs = read_trajectories(data.run_dir / "medium" / "config.json")
     counters_path = data.run_dir / "medium" / "counters.json"
     airtime = json.loads(counters_path.read_text()).get("airtime_series") if counters_path.exists() else None
     t_end = max([float(r["t_s"]) for rows in data.series.values() for r in rows] or [1.0])
@@ -419,7 +409,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out) if args.out else data.run_dir / "timeline.html"
     tmp = out.with_suffix(".html.tmp")
-    tmp.write_text(render(data, expl))
+    try:
+        page = render(data, expl)
+    except ValueError as exc:  # a malformed medium config (read_trajectories names file and field)
+        print(f"testbed.timeline: {exc}", file=sys.stderr)
+        return 2
+    tmp.write_text(page)
     tmp.replace(out)
     print(f"wrote {out}")
     return 0

@@ -469,3 +469,31 @@ def test_runs_of_an_id_rewriting_extension_are_keyed_by_tcp_identity() -> None:
     assert _rewrites_ip_id({"routing": {"extensions": ["route_control"]}})
     assert not _rewrites_ip_id({"routing": {"extensions": ["elfn", "epln", "bead"]}})
     assert not _rewrites_ip_id({"routing": {"extensions": []}}) and not _rewrites_ip_id({})
+
+
+@pytest.mark.parametrize(
+    "stations,message",
+    [
+        ([{"id": 1, "trajectory": []}], "config.json: field stations[].trajectory"),
+        ([{"id": 1, "trajectory": [[0, "x", 0]]}], "config.json: field stations[].trajectory"),
+        ([{"id": 1, "trajectory": [[0, 0]]}], "config.json: field stations[].trajectory"),
+        ([{"trajectory": [[0, 0, 0]]}], "config.json: field stations[].trajectory"),
+    ],
+)
+def test_timeline_names_a_bad_trajectory_and_writes_nothing(
+    tmp_path: Path, stations: list[dict[str, object]], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The timeline reads the medium config through ``testbed.medium.read_trajectories``, the same
+    reader as ``testbed.staleness``: a malformed waypoint is named, not drawn."""
+    d = write_run(tmp_path / "run", trace={"on": True, "reasons": []})
+    (d / "routers" / "sta1.trace.bin").write_bytes(MAGIC)
+    (d / "medium" / "trace.bin").write_bytes(MEDIUM_MAGIC)
+    (d / "medium" / "config.json").write_text(json.dumps({"stations": stations}))
+    assert timeline_main([str(d)]) == 2 and message in capsys.readouterr().err
+    assert not (d / "timeline.html").exists()
+    (d / "medium" / "config.json").write_text(
+        json.dumps({"stations": [{"id": 1, "trajectory": [[0, 0, 0], [10, 100, 0]]}]})
+    )
+    assert timeline_main([str(d)]) == 0
+    page = (d / "timeline.html").read_text()
+    assert '"1":[[0.0,0.0,0.0],[10.0,100.0,0.0]]' in page  # the trajectory as read, in the page
