@@ -33,7 +33,7 @@ from typing import Any
 from nodes.core.icmp import IcmpParams
 from nodes.core.ipip import WiredRoute
 from nodes.router.config import ExtensionConfig, ProtocolConfig, RouterConfig
-from testbed import cleanup, netns, procs, traffic
+from testbed import cleanup, idleguard, netns, procs, traffic
 from testbed import tcpctl as tcpctl_glue
 from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
 from testbed.metrics import RunMetrics, tun_drops
@@ -180,6 +180,7 @@ class Testbed:
         self.control: MediumControl | None = None
         self.schedule: FlowSchedule | None = None  # the flows, once run() starts
         self.captures: list[subprocess.Popen[bytes]] = []
+        self.idle_guards: list[subprocess.Popen[bytes]] = []
         self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
         self.timings: dict[str, float] = {}
@@ -354,6 +355,15 @@ class Testbed:
                 res_sys = host.cmd(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in host_sysctls.items())])
                 if not res_sys.ok:
                     raise BringUpError(f"sysctls in {host.name}: {res_sys.stderr.strip()}")
+
+        # idle guards (opt-in, testbed/idleguard.py): before any TCP timer of the run is armed
+        if idleguard.enabled():
+            cpus = idleguard.guard_cpus(os.sched_getaffinity(0))
+            for cpu in cpus:
+                g = idleguard.spawn(cpu, f"{prefix(self.run_id)}-idle{cpu}", ctl_ns)
+                self.idle_guards.append(g)
+                self._register(g.pid, "idle-guard")
+            res.summary["idle_guard_cpus"] = cpus
 
         # the medium
         self.metrics.start_host_load()
@@ -633,7 +643,7 @@ class Testbed:
                     self.medium_proc.wait(3.0)
                 except subprocess.TimeoutExpired:
                     pass
-            own = [p for p in (self.zygote, self.medium_proc) if p is not None]
+            own = [p for p in (self.zygote, self.medium_proc, *self.idle_guards) if p is not None]
             procs.terminate({p.pid: None for p in own if p.poll() is None}, timeout_s=1.0)
             for p in own:
                 try:

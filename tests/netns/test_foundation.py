@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import netns, procs
+from testbed import idleguard, netns, procs
 from testbed import run as tbrun
 from testbed.naming import RUN_ROOT
 
@@ -153,6 +153,8 @@ def test_sigkill_runner_then_clean_leaves_nothing_of_ours(tmp_path: Path) -> Non
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                # the first run with its idle guards (testbed/idleguard.py): SIGKILL must not leave them
+                env={**os.environ, idleguard.IDLE_GUARD_ENV: "1" if i == 0 else "0"},
             )
 
             # mid-run: the iperf3 client of the chain's flow (start_s 1) is running
@@ -166,6 +168,13 @@ def test_sigkill_runner_then_clean_leaves_nothing_of_ours(tmp_path: Path) -> Non
             rid = wait_for(flow_started, 40, "the runner to start its flow")
             time.sleep(1.0)
             killed[rid] = json.loads((RUN_ROOT / rid / "registry.json").read_text())
+            guards = [e for e in killed[rid]["processes"] if e["role"] == "idle-guard"]
+            want = idleguard.guard_cpus(os.sched_getaffinity(0)) if i == 0 else []
+            assert len(guards) == len(want), killed[rid]["processes"]
+            for e, cpu in zip(guards, want, strict=True):
+                assert Path(f"/proc/{e['pid']}/comm").read_text().strip() == f"mt{rid}-idle{cpu}"
+                assert os.sched_getscheduler(e["pid"]) == os.SCHED_IDLE
+                assert os.sched_getaffinity(e["pid"]) == {cpu}
             runner.send_signal(signal.SIGKILL)
             runner.wait(10)
             assert netns.list_ours(rid), "the killed run should have left its namespaces behind"
