@@ -90,11 +90,14 @@ def test_known_losses_get_their_causes(run_dir: Path) -> None:
     assert during, rep["rtos"]  # a 4 s outage makes TCP time out
     # the copy the timer ran out on died at the cut link: at the MAC (a segment at sta2 towards
     # sta3, or an ACK at sta3 towards sta2, the stations 200 m apart), or in sta2's queue of 5,
-    # full behind a head frame that sta2's MAC retries into the cut (timing decides which)
+    # full behind a head frame that sta2's MAC retries into the cut (timing decides which); or in
+    # sta1's own queue of 5, which the window of 16 can overflow at any time: an RTO just after the
+    # cut may be for a segment lost there before it (2026-11-28: an RTO at 9.22 s, data ifq_full at
+    # sta1). Any other cause, or a queue off the path to the cut, fails.
     causes = [(r["t_s"], r["cause"], r["station"], r["detail"]) for r in during]
     assert any(r["cause"] == "event" for r in during), causes
     for r in during:
-        assert r["cause"] == "event" or (r["cause"] == "ifq_overflow" and r["station"] == 2), causes
+        assert r["cause"] == "event" or (r["cause"] == "ifq_overflow" and r["station"] in (1, 2)), causes
         if r["cause"] == "event":
             f = next(c for c in r["copies"] if c["cause"] == "event")
             assert f["layer"] == "mac" and {f["station"], f["next_hop"]} == {2, 3}, r
