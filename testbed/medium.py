@@ -73,6 +73,11 @@ def read_trajectories(cfg_path: Path) -> dict[int, Trajectory]:
         cfg = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{cfg_path}: not JSON: {e}") from e
+    return trajectories_of(cfg, cfg_path)
+
+
+def trajectories_of(cfg: Any, cfg_path: Path) -> dict[int, Trajectory]:
+    """``read_trajectories`` on a config already parsed from ``cfg_path`` (named in errors)."""
     out: dict[int, Trajectory] = {}
     try:
         for s in cfg["stations"]:

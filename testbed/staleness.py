@@ -50,7 +50,7 @@ from pathlib import Path
 from nodes.core.addr import ip_to_station
 from nodes.core.trace import EV_TX_FAIL, MediumFailure, TraceFormatError, packet_key, read_medium, read_raw
 from nodes.protocols.dsr.options import DSR_HEADER_LEN, IPPROTO_DSR, OPT_PAD1, OPT_SRCRT
-from testbed.medium import read_trajectories
+from testbed.medium import trajectories_of
 from topologies.mobility import Trajectory, legs, position_at
 from topologies.radio import radio_model
 
@@ -256,7 +256,7 @@ def load_run(run: Path) -> tuple[list[MediumFailure], dict[int, Trajectory], flo
         range_m = radio_model(radio["preset"], radio.get("overrides") or None).range_m
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{cfg_path}: field radio: {e!r}") from e
-    trajectories = read_trajectories(cfg_path)
+    trajectories = trajectories_of(cfg, cfg_path)
     failures = read_medium(trace_path.read_bytes(), str(trace_path))
     for f in failures:
         for st in (f.src, f.dst):
