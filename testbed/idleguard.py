@@ -11,9 +11,8 @@ guard (10 of 46). With one, 99 % were visible (83 of 84), all in the guard's con
 
 A guard is one loop per CPU under ``SCHED_IDLE`` that calls ``sched_yield``. Any other task on that
 CPU gets the CPU at once, so the guard takes only the time the CPU would have been idle. Timers
-then expire in its context, a normal process. **It has a cost.** In 150 s 100-node Yu runs on
-CPU 1 it doubled the router loop lag p99: 37.9 -> 74.6 ms with a pure spin and 29.0 -> 58.1 ms with
-the yield (limit 50 ms). So it is opt-in (``MANET_IDLE_GUARD=1``) and not used for the sweeps' rows.
+then expire in its context, a normal process. **It has a cost:** it doubled the routers' loop
+lag p99 in 100-node runs (docs/benchmarks.md, "Cost of the idle guard"). So it is opt-in (``MANET_IDLE_GUARD=1``) and not used for the sweeps' rows.
 On a stock kernel it would only burn power. The run registers each guard's pid, and ``make clean`` removes it after a SIGKILL. Its
 name is ``<runid>-idleN``, and it runs in the run's control namespace.
 """
