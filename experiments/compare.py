@@ -85,17 +85,22 @@ class Result:
             # the sweep adds seeds until *its* metric is decided, so this claim's interval is
             # final only at the maximum: say what it waits for
             open_ = f"undecided (the sweep's seeds follow {self.stop_metric})"
-        elif (
-            open_ == "undecided"
-            and decide(c, h, lo, hi) is Verdict.PRECISE
-            and all(decide(b, h, lo, hi).final for b in self.blocks)
-        ):  # the sweep's own stopping rule is met: it adds no seeds here
-            paper = self.claim.paper
-            where = "outside" if not c.low <= paper <= c.high else "inside"
-            open_ = (
-                f"no clear effect (+-{c.half_width:.1f} <= +-{h:g} points at {c.n} seeds; "
-                f"the paper's {paper:+g} % {where} our interval)"
-            )
+        elif open_ == "undecided" and all(decide(b, h, lo, hi).final for b in self.blocks):
+            if decide(c, h, lo, hi) is Verdict.PRECISE:  # the sweep's stopping rule is met here
+                paper = self.claim.paper
+                where = "outside" if not c.low <= paper <= c.high else "inside"
+                open_ = (
+                    f"no clear effect (+-{c.half_width:.1f} <= +-{h:g} points at {c.n} seeds; "
+                    f"the paper's {paper:+g} % {where} our interval)"
+                )
+            elif len(self.blocks) > 1:
+                # a mean over points the sweep has stopped growing (each decided or at its
+                # maximum): its common seeds will not grow, so its interval is final as it is
+                # (Ghanem 2008, DSR ABRA over speeds: 2 m/s decided at 24 seeds, the mean there)
+                open_ = (
+                    f"inconclusive (+-{c.half_width:.1f} points at the {c.n} seeds common to "
+                    f"{len(self.blocks)} points whose seeds the sweep has stopped adding)"
+                )
         if not c.excludes_zero():
             if abs(self.claim.paper) < 1.0 and -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
                 return f"reproduced (no effect: within +-{NO_EFFECT_BAND_PCT:g} %)"

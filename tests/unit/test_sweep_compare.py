@@ -340,6 +340,20 @@ def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_l
         claim, narrow, 2, 48, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(narrow, spans)
     )
     assert mean.verdict == "undecided"
+    # a mean whose every point has stopped (decided or at the maximum) but is still wide: the
+    # sweep adds no seeds to any of them, so the verdict is final, not "undecided"
+    wide = Change(12, 0.5, -5.5, 6.5, 0.95, "delta")
+    lower = Change(12, -8.0, -13.0, -2.0, 0.95, "fieller")
+    at_max = dataclasses.replace(spans, n=30)
+    stuck = Result(
+        claim, wide, 3, 72, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(lower, at_max, at_max)
+    )
+    assert stuck.verdict == (
+        "inconclusive (+-6.0 points at the 12 seeds common to 3 points whose seeds the sweep has stopped adding)"
+    )
+    # one point still growing: the mean waits for it
+    growing = dataclasses.replace(stuck, blocks=(lower, at_max, spans))
+    assert growing.verdict == "undecided"
     assert (
         Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
         == "undecided"
