@@ -37,6 +37,7 @@ from pathlib import Path
 
 from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_changed
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
+from experiments.plan import Plan
 from experiments.rows import DATA_DIR, DIRTY_SUFFIX, RunRecord
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep
 from experiments.stats import NAN_CHANGE, Change, Verdict, decide, paired_change, summarize
@@ -63,6 +64,7 @@ class Result:
     stop_half_width_pct: float | None = None  # the sweep's ``until.half_width_pct``: it stops there
     stop_metric: str = ""  # the metric the sweep's seeds follow (``until.metric``; "": not known)
     blocks: tuple[Change, ...] = ()  # the claim's change in each block (point) behind it
+    stopped: bool = False  # the sweep adds no more seeds to any of the claim's points (Plan.stopped)
 
     @property
     def value(self) -> float:
@@ -83,8 +85,15 @@ class Result:
         h, lo, hi = self.stop_half_width_pct, self.min_seeds, self.max_seeds
         if open_ == "undecided" and self.stop_metric and self.stop_metric != self.claim.metric:
             # the sweep adds seeds until *its* metric is decided, so this claim's interval is
-            # final only at the maximum: say what it waits for
-            open_ = f"undecided (the sweep's seeds follow {self.stop_metric})"
+            # final only at the maximum, or once that metric is final at every one of its points
+            # (Yu 2004: timeouts per connection, where throughput is decided at 10 seeds)
+            if self.stopped:
+                open_ = (
+                    f"inconclusive (+-{c.half_width:.1f} points at {c.n} seeds; the sweep's seeds "
+                    f"follow {self.stop_metric}, final at every point of this claim)"
+                )
+            else:
+                open_ = f"undecided (the sweep's seeds follow {self.stop_metric})"
         elif open_ == "undecided" and all(decide(b, h, lo, hi).final for b in self.blocks):
             if decide(c, h, lo, hi) is Verdict.PRECISE:  # the sweep's stopping rule is met here
                 paper = self.claim.paper
@@ -228,7 +237,8 @@ def _evaluate(
     pick = max if claim.combine == "max" else min
     change, (g, _) = pick(eligible, key=lambda cb: cb[0].value)
     where = ", ".join(f"{k}={v}" for k, v in g.params.items() if k not in claim.where)
-    note = f"{claim.combine} at {where}"
+    # a claim whose "where" fixes every axis has one block: there is no extreme to name
+    note = f"{claim.combine} at {where}" if where else ""
     if ready and len(ready) < len(per_block):
         short = len(per_block) - len(ready)
         note += f" ({short} of {len(per_block)} points below {min_seeds} seeds, left out until they have them)"
@@ -576,12 +586,20 @@ def compare(
     defined = [{k: label(v) for k, v in p.params.items()} for p in points]
     seq = sweep.sequential
     lo, hi = (seq.min, seq.max) if seq else (len(sweep.seed_list()),) * 2
+    plan = Plan(sweep, points, rows.counted) if seq else None
+
+    def stopped(claim: Claim) -> bool:
+        """Every point of the claim is in a block the sweep adds no more seeds to."""
+        ids = [p.point_id for p, d in zip(points, defined, strict=True) if _matches(d, claim.where)]
+        return plan is not None and bool(ids) and all(plan.stopped(i) for i in ids)
+
     results = [
         dataclasses.replace(
             evaluate(c, groups, defined, lo),
             max_seeds=hi,
             stop_half_width_pct=seq.until.half_width_pct if seq else None,
             stop_metric=seq.until.metric if seq else "",
+            stopped=stopped(c),
         )
         for c in paper.claims
         if c.part == sweep.part

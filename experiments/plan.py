@@ -177,6 +177,11 @@ class Plan:
             out[b.key] = sum(all(p.point_id in self.values for p in b.points[s].values()) for s in b.seeds)
         return out
 
+    def stopped(self, point_id: str) -> bool:
+        """Will this sweep add no more seeds to the point's block (every comparison in it final)?"""
+        blk = self._block_of.get(point_id)
+        return blk is not None and blk.final
+
     def verdict_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for c in self.comparisons():

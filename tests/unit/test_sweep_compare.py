@@ -213,6 +213,19 @@ def test_up_to_claim_leaves_out_blocks_below_the_minimum_seeds() -> None:
     assert evaluate(claim, groups, min_seeds=5).value == pytest.approx(40.0)  # none has it: all
 
 
+def test_up_to_claim_with_one_block_names_no_extreme() -> None:
+    """Yu 2004's 100-node claims fix the speed: their one block is no "max at" anything."""
+    claim = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-throughput-100")
+    runs = [
+        _record({"scheme": s, "speed": "20", "tcp_flows": "1"}, seed, throughput_total_bps=v)
+        for seed in (1, 2, 3)
+        for s, v in (("elfn", 100.0 + seed), ("epln_bead", 130.0 + 2 * seed))
+    ]
+    res = evaluate(claim, group_runs(runs), min_seeds=3)
+    assert res.change.n == 3 and res.value > 0
+    assert res.note == ""
+
+
 def test_value_claim_says_when_its_runs_lack_the_metric() -> None:
     """Klemm's single-RTS share at 4 m/s: a run made before the metric existed gives no value,
     and the note says why the row is empty instead of leaving it blank."""
@@ -350,6 +363,15 @@ def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_l
     )
     assert stuck.verdict == (
         "inconclusive (+-6.0 points at the 12 seeds common to 3 points whose seeds the sweep has stopped adding)"
+    )
+    # a claim on another metric than the one the seeds follow waits for the maximum, unless the
+    # sweep has stopped adding seeds to every one of its points (Yu 2004's timeouts)
+    timeouts = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-timeouts")
+    other = Result(timeouts, spans, 2, 48, min_seeds=10, max_seeds=20, stop_metric="throughput_total_bps")
+    assert other.verdict == "undecided (the sweep's seeds follow throughput_total_bps)"
+    assert dataclasses.replace(other, stopped=True).verdict == (
+        "inconclusive (+-15.0 points at 12 seeds; the sweep's seeds follow throughput_total_bps, "
+        "final at every point of this claim)"
     )
     # one point still growing: the mean waits for it
     growing = dataclasses.replace(stuck, blocks=(lower, at_max, spans))

@@ -423,3 +423,26 @@ def test_mean_over_points_does_not_credit_a_chance_negative_covariance() -> None
         ]
     )
     assert a.high < 0.0 and a.low < -25.0 < a.high
+
+
+def test_plan_says_which_points_it_adds_no_more_seeds_to() -> None:
+    """Window 4 gets a clear +30 % and is decided; window 8's +-30 % around 0 is not, so its points
+    still get seeds while window 4's do not (experiments.compare reads this for claims on other
+    metrics than the one the seeds follow)."""
+    sweep = parse_sweep(SEQ_YAML, "seq.yaml")
+    points = expand(sweep)
+    plan = Plan(sweep, points)
+    for p in points:
+        if p.seed > 4:
+            continue
+        abra = p.params["routing.extensions"] == ["abra"]
+        w4 = p.params["traffic.tcp[0].max_window_pkts"] == 4
+        rng = random.Random(f"{p.seed}-{abra}-{w4}")
+        swing = (0.3 if p.seed % 2 else -0.3) if abra else 0.0  # window 8: +-30 %, mean 0
+        gain = (1.3 if abra else 1.0) * (1 + rng.gauss(0.0, 0.02)) if w4 else 1 + swing
+        plan.add(_record(p.point_id, p.seed, 1e4 * gain))
+    w4 = [p for p in points if p.params["traffic.tcp[0].max_window_pkts"] == 4]
+    w8 = [p for p in points if p.params["traffic.tcp[0].max_window_pkts"] == 8]
+    assert all(plan.stopped(p.point_id) for p in w4)  # every seed of the block, run or not
+    assert not any(plan.stopped(p.point_id) for p in w8)
+    assert not plan.stopped("not-a-point")
