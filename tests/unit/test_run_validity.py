@@ -161,6 +161,29 @@ def test_router_lag_is_the_worst_station() -> None:
     assert router_lag([{"station": 1, "io": {}}]) is None
 
 
+def _counted(station: int, count: int, p99_ns: int, max_ns: int) -> dict[str, Any]:
+    snap = _router(station, p99_ns, max_ns)
+    snap["loop_lag"]["count"] = count
+    return snap
+
+
+def test_router_lag_p99_only_from_stations_that_woke_100_times() -> None:
+    # sta7 woke 69 times, one of them 60 ms late: its "p99" is that maximum; sta1 woke 5000 times
+    rl = router_lag([_counted(1, 5000, 10_000_000, 30_000_000), _counted(7, 69, 60_000_000, 60_000_000)])
+    assert rl is not None
+    assert (rl.p99_ms, rl.max_ms, rl.station) == (10.0, 60.0, 1)
+    m = replace(GOOD, router_lag_p99_ms=rl.p99_ms, router_lag_max_ms=rl.max_ms, router_lag_station=rl.station)
+    assert judge(m).valid  # 60 ms once is within the max rule (200 ms), and sta1's p99 is 10 ms
+    # from 100 samples on, a station's p99 is a quantile and is judged
+    rl = router_lag([_counted(1, 5000, 10_000_000, 30_000_000), _counted(7, 100, 60_000_000, 60_000_000)])
+    assert rl is not None and (rl.p99_ms, rl.station) == (60.0, 7)
+    m = replace(GOOD, router_lag_p99_ms=rl.p99_ms, router_lag_max_ms=rl.max_ms, router_lag_station=rl.station)
+    assert judge(m).reasons == ("router loop lag p99 60.00 ms > 50.00 ms (sta7)",)
+    # no station reached 100 samples: the worst p99 of all is judged, as before
+    rl = router_lag([_counted(1, 80, 10_000_000, 10_000_000), _counted(7, 69, 60_000_000, 60_000_000)])
+    assert rl is not None and (rl.p99_ms, rl.station) == (60.0, 7)
+
+
 def test_run_cpu_sums_medium_routers_iperf3_and_others() -> None:
     client = {"end": {"cpu_utilization_percent": {"host_total": 2.0}, "sum_sent": {"seconds": 25.0}}}
     server = {"end": {"cpu_utilization_percent": {"host_total": 1.0}, "sum_received": {"seconds": 20.0}}}
