@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nodes.router.loop import LagHistogram
+
 MEDIUM_LATE_THRESHOLDS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
 """The lags the medium counts events at or beyond (medium/src/stats.rs ``LATE_THRESHOLDS_NS``)."""
 
@@ -212,16 +214,17 @@ def medium_lag(counters: Mapping[str, Any], late_ms: float) -> MediumLag | None:
 
 
 ROUTER_LAG_P99_MIN_SAMPLES = 100
-"""A station's loop-lag p99 is judged only if its loop woke at least this often. Below 100 samples
-the 99th percentile is the maximum (the ceil(0.99 n)-th of n samples is the n-th), so the p99 rule
-(``Thresholds.router_lag_p99_ms``, made for sustained lag) would judge one late wake-up by 50 ms,
-four times stricter than the rule for single stalls (``Thresholds.router_lag_max_ms``). Off-path
-stations of a short 100-station run wake 17-94 times: on 2026-11-29, 15 Cohen route-control runs
-were invalid by the p99 rule alone, each at such a station (one wake-up 51-76 ms late), mostly at
-fast seeds whose 2 MB took 12-35 s; in 7 of them the stations that woke 100 times or more were all
-within 50 ms. Stations under this count are judged by the max rule alone. If no station reached it
-(a run too short to tell sustained lag from one stall), the worst p99 of all is judged, as before:
-the conservative side."""
+"""A station's loop-lag p99 is judged on its own only if its loop woke at least this often. Below
+100 samples the 99th percentile is the maximum (the ceil(0.99 n)-th of n samples is the n-th), so
+the p99 rule (``Thresholds.router_lag_p99_ms``, made for sustained lag) would judge one late wake-up
+by 50 ms, four times stricter than the rule for single stalls (``Thresholds.router_lag_max_ms``).
+Off-path stations of a short 100-station run wake 17-94 times: on 2026-11-29, 15 Cohen
+route-control runs were invalid by the p99 rule alone, each at such a station (one wake-up 51-76 ms
+late), mostly at fast seeds whose 2 MB took 12-35 s, so that a fast seed's route-control arm could
+not become valid and the pairs lost exactly the seeds with short transfers. The stations under this
+count are pooled (their histograms added, ``LagHistogram.merge``) and the pool's p99 is judged like
+one station's; a station whose counters have no histogram (written before 2026-11-29) is judged on
+its own, as before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,16 +232,18 @@ class RouterLag:
     p99_ms: float
     max_ms: float
     station: int | None
+    """The station with the worst p99; if that is the pool of stations under
+    ``ROUTER_LAG_P99_MIN_SAMPLES`` samples, the pooled station with the latest wake-up."""
     send_dropped: int
 
 
 def router_lag(snapshots: Iterable[Mapping[str, Any]]) -> RouterLag | None:
-    """The worst station's ``loop_lag`` over the routers' counters files (p99 and max separately,
-    ``station``: the one with the worst p99), and the routers' ``medium_send_dropped`` total. The
-    p99 is the worst over the stations with at least ``ROUTER_LAG_P99_MIN_SAMPLES`` samples (a
-    snapshot without a ``count`` counts as enough), or over all if none has that many."""
-    best: tuple[int, int | None] | None = None  # (p99_ns, station) over stations with enough samples
-    every: tuple[int, int | None] | None = None  # the same over all stations
+    """The worst p99 and max of the routers' ``loop_lag`` over their counters files (p99: over the
+    stations with at least ``ROUTER_LAG_P99_MIN_SAMPLES`` samples and the pool of the others), and
+    the routers' ``medium_send_dropped`` total. A malformed histogram raises ValueError."""
+    worst: tuple[int, int | None] | None = None  # (p99_ns, station)
+    pool: LagHistogram | None = None
+    pool_station: tuple[int, int | None] = (-1, None)  # (max_ns, station) of the pool's latest
     mx = 0
     seen = False
     dropped = 0
@@ -248,19 +253,25 @@ def router_lag(snapshots: Iterable[Mapping[str, Any]]) -> RouterLag | None:
         if not isinstance(ll, Mapping):
             continue
         seen = True
-        p99 = int(ll.get("p99_ns", 0))
         station = snap.get("station")
         sid = None if station is None else int(station)
-        if every is None or p99 > every[0]:
-            every = (p99, sid)
-        if int(ll.get("count", ROUTER_LAG_P99_MIN_SAMPLES)) >= ROUTER_LAG_P99_MIN_SAMPLES and (
-            best is None or p99 > best[0]
-        ):
-            best = (p99, sid)
         mx = max(mx, int(ll.get("max_ns", 0)))
+        hist = LagHistogram.from_dict(ll)
+        if hist is not None and hist.count < ROUTER_LAG_P99_MIN_SAMPLES:
+            if pool is None:
+                pool = LagHistogram()
+            pool.merge(hist)
+            if hist.max_ns > pool_station[0]:
+                pool_station = (hist.max_ns, sid)
+            continue
+        p99 = int(ll.get("p99_ns", 0))
+        if worst is None or p99 > worst[0]:
+            worst = (p99, sid)
     if not seen:
         return None
-    p99_ns, sid = best if best is not None else every if every is not None else (0, None)
+    if pool is not None and pool.count and (worst is None or pool.quantile_ns(0.99) > worst[0]):
+        worst = (pool.quantile_ns(0.99), pool_station[1])
+    p99_ns, sid = worst if worst is not None else (0, None)
     return RouterLag(p99_ns / 1e6, mx / 1e6, sid, dropped)
 
 

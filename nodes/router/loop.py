@@ -34,7 +34,7 @@ import select
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
@@ -87,7 +87,17 @@ class LagHistogram:
         """Samples with a lag of at least ``threshold_ns`` (exact for multiples of the bucket)."""
         return sum(self.buckets[min(threshold_ns // LAG_BUCKET_NS, LAG_N_BUCKETS - 1) :])
 
+    def merge(self, other: LagHistogram) -> None:
+        """Add ``other``'s samples to this one (pooling several stations' wake-ups)."""
+        for i, n in enumerate(other.buckets):
+            self.buckets[i] += n
+        self.count += other.count
+        self.sum_ns += other.sum_ns
+        self.max_ns = max(self.max_ns, other.max_ns)
+
     def to_dict(self) -> dict[str, Any]:
+        """The counters' ``loop_lag``; ``buckets`` holds the non-empty buckets by index, so that
+        ``from_dict`` can rebuild the histogram (testbed.validity pools stations with it)."""
         return {
             "count": self.count,
             "p50_ns": self.quantile_ns(0.5),
@@ -96,7 +106,26 @@ class LagHistogram:
             "mean_ns": self.sum_ns // self.count if self.count else 0,
             "resolution_ns": LAG_BUCKET_NS,
             "late": {str(t): self.count_at_least(t) for t in LAG_LATE_THRESHOLDS_NS},
+            "buckets": {str(i): n for i, n in enumerate(self.buckets) if n},
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LagHistogram | None:
+        """The histogram ``to_dict`` wrote, or None if ``d`` has no ``buckets`` (counters written
+        before 2026-11-29) or other bucket widths. Raises ValueError on a malformed one."""
+        buckets = d.get("buckets")
+        if not isinstance(buckets, Mapping) or int(d.get("resolution_ns", LAG_BUCKET_NS)) != LAG_BUCKET_NS:
+            return None
+        h = cls()
+        for k, n in buckets.items():
+            i = int(k)
+            if not 0 <= i < LAG_N_BUCKETS or int(n) < 0:
+                raise ValueError(f"loop_lag bucket {k!r}: {n!r} out of range")
+            h.buckets[i] = int(n)
+        h.count = sum(h.buckets)
+        h.max_ns = int(d.get("max_ns", 0))
+        h.sum_ns = int(d.get("mean_ns", 0)) * h.count
+        return h
 
 
 class TimerHandle:

@@ -121,3 +121,18 @@ def test_a_timer_run_late_is_recorded_as_lag(monkeypatch: pytest.MonkeyPatch) ->
     assert lag.count_at_least(20_000_000) == 2
     assert lag.count_at_least(50_000_000) == 1
     assert lag.to_dict()["p50_ns"] == 20_100_000  # upper edge of the 20.0-20.1 ms bucket
+
+
+def test_lag_histogram_round_trips_through_its_dict_and_merges() -> None:
+    h = LagHistogram()
+    for lag in (300_000, 300_000, 1_500_000, 250_000_000):
+        h.record(lag)
+    back = LagHistogram.from_dict(h.to_dict())
+    assert back is not None
+    assert back.to_dict() == h.to_dict()
+    other = LagHistogram()
+    other.record(7_000_000)
+    back.merge(other)
+    assert (back.count, back.max_ns, back.count_at_least(5_000_000)) == (5, 250_000_000, 2)
+    no_buckets = {k: v for k, v in h.to_dict().items() if k != "buckets"}
+    assert LagHistogram.from_dict(no_buckets) is None

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from nodes.router.loop import LagHistogram
 from testbed.validity import (
     HostSampler,
     Measurements,
@@ -161,27 +162,52 @@ def test_router_lag_is_the_worst_station() -> None:
     assert router_lag([{"station": 1, "io": {}}]) is None
 
 
-def _counted(station: int, count: int, p99_ns: int, max_ns: int) -> dict[str, Any]:
-    snap = _router(station, p99_ns, max_ns)
-    snap["loop_lag"]["count"] = count
-    return snap
+def _station(station: int, lags_ms: list[float]) -> dict[str, Any]:
+    """A router's counters whose loop woke once per entry of ``lags_ms``, that late."""
+    h = LagHistogram()
+    for lag in lags_ms:
+        h.record(round(lag * 1e6))
+    return {"station": station, "io": {}, "loop_lag": h.to_dict()}
 
 
-def test_router_lag_p99_only_from_stations_that_woke_100_times() -> None:
-    # sta7 woke 69 times, one of them 60 ms late: its "p99" is that maximum; sta1 woke 5000 times
-    rl = router_lag([_counted(1, 5000, 10_000_000, 30_000_000), _counted(7, 69, 60_000_000, 60_000_000)])
+def test_router_lag_pools_the_stations_that_woke_fewer_than_100_times() -> None:
+    # 30 off-path stations that woke 20 times each, one of them once 60 ms late: on its own that
+    # station's "p99" is its maximum; pooled (600 wake-ups) the p99 is 1 ms. sta1 woke 5000 times.
+    busy = _station(1, [0.5] * 4900 + [10.0] * 100)
+    quiet = [_station(s, [0.5] * 19 + [60.0 if s == 7 else 0.5]) for s in range(2, 32)]
+    assert quiet[5]["loop_lag"]["p99_ns"] == 60_000_000  # sta7 alone
+    rl = router_lag([busy, *quiet])
     assert rl is not None
     assert (rl.p99_ms, rl.max_ms, rl.station) == (10.0, 60.0, 1)
     m = replace(GOOD, router_lag_p99_ms=rl.p99_ms, router_lag_max_ms=rl.max_ms, router_lag_station=rl.station)
-    assert judge(m).valid  # 60 ms once is within the max rule (200 ms), and sta1's p99 is 10 ms
-    # from 100 samples on, a station's p99 is a quantile and is judged
-    rl = router_lag([_counted(1, 5000, 10_000_000, 30_000_000), _counted(7, 100, 60_000_000, 60_000_000)])
+    assert judge(m).valid  # one 60 ms wake-up is within the max rule (200 ms)
+    # lag sustained over the quiet stations (2 % of their wake-ups 60 ms late) is still caught,
+    # and named by the pooled station with the latest wake-up
+    slow = [
+        _station(s, [0.5] * 19 + [60.0 + s if s in (7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29) else 0.5])
+        for s in range(2, 32)
+    ]
+    rl = router_lag([busy, *slow])
+    assert rl is not None and rl.station == 29 and rl.p99_ms > 50.0
+    assert judge(replace(GOOD, router_lag_p99_ms=rl.p99_ms, router_lag_station=rl.station)).reasons == (
+        f"router loop lag p99 {rl.p99_ms:.2f} ms > 50.00 ms (sta29)",
+    )
+    # from 100 wake-ups on, a station is judged on its own
+    rl = router_lag([busy, _station(7, [0.5] * 98 + [60.0, 60.0])])
     assert rl is not None and (rl.p99_ms, rl.station) == (60.0, 7)
-    m = replace(GOOD, router_lag_p99_ms=rl.p99_ms, router_lag_max_ms=rl.max_ms, router_lag_station=rl.station)
-    assert judge(m).reasons == ("router loop lag p99 60.00 ms > 50.00 ms (sta7)",)
-    # no station reached 100 samples: the worst p99 of all is judged, as before
-    rl = router_lag([_counted(1, 80, 10_000_000, 10_000_000), _counted(7, 69, 60_000_000, 60_000_000)])
+
+
+def test_a_station_without_a_histogram_is_judged_on_its_own_as_before() -> None:
+    old = _router(7, 60_000_000, 60_000_000)  # count 50, no buckets (counters before 2026-11-29)
+    rl = router_lag([_station(1, [0.5] * 5000), old])
     assert rl is not None and (rl.p99_ms, rl.station) == (60.0, 7)
+
+
+def test_a_malformed_histogram_is_an_error_naming_the_bucket() -> None:
+    snap = _station(1, [0.5] * 10)
+    snap["loop_lag"]["buckets"] = {"5000": 3}
+    with pytest.raises(ValueError, match="bucket '5000'"):
+        router_lag([snap])
 
 
 def test_run_cpu_sums_medium_routers_iperf3_and_others() -> None:
