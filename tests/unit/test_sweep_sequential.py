@@ -171,6 +171,20 @@ def test_paired_change_sees_through_the_seed_spread_and_covers() -> None:
     assert 0.90 <= hits / 400 <= 0.99
 
 
+def test_a_ratio_of_non_negative_counts_is_not_below_minus_100_percent() -> None:
+    # Cohen, SACK at 2 % and 2.5 m/s, RTOs per seed (2026-11-29): one baseline of 54 beside 0-15
+    rc = [3.0, 1.0, 2.0, 3.0, 2.0, 0.0, 30.0, 2.0, 3.0]
+    none = [15.0, 0.0, 5.0, 13.0, 14.0, 0.0, 54.0, 12.0, 2.0]
+    c = paired_change([(rc, none)])
+    assert c.method == "fieller" and c.low == -100.0 and -45.0 < c.high < -35.0
+    assert decide(c, 20.0, 5, 20) is Verdict.LOWER
+    two = paired_change([(rc, none), (rc, none)])  # the delta method over points: the same floor
+    assert two.method == "delta" and two.low >= -100.0
+    # values that can be negative keep the unclipped set
+    neg = paired_change([([x - 10.0 for x in rc], none)])
+    assert neg.low < -100.0
+
+
 def test_decide_states() -> None:
     from experiments.stats import Change
 
