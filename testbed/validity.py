@@ -218,9 +218,9 @@ ROUTER_LAG_P99_MIN_SAMPLES = 100
 100 samples the 99th percentile is the maximum (the ceil(0.99 n)-th of n samples is the n-th), so
 the p99 rule (``Thresholds.router_lag_p99_ms``, made for sustained lag) would judge one late wake-up
 by 50 ms, four times stricter than the rule for single stalls (``Thresholds.router_lag_max_ms``).
-Off-path stations of a short 100-station run wake 17-94 times: on 2026-11-29, 15 Cohen
-route-control runs were invalid by the p99 rule alone, each at such a station (one wake-up 51-76 ms
-late), mostly at fast seeds whose 2 MB took 12-35 s, so that a fast seed's route-control arm could
+The stations of a short 100-station run wake 17-94 times (off the path mostly for the 0.2 s probe):
+on 2026-11-29, 16 Cohen route-control runs were invalid by the p99 rule alone, each at such a
+station (one wake-up 52-76 ms late), 10 of them at fast seeds whose 2 MB took 13-32 s, so that a fast seed's route-control arm could
 not become valid and the pairs lost exactly the seeds with short transfers. The stations under this
 count are pooled (their histograms added, ``LagHistogram.merge``) and the pool's p99 is judged like
 one station's; a station whose counters have no histogram (written before 2026-11-29) is judged on
