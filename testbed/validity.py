@@ -220,11 +220,11 @@ the p99 rule (``Thresholds.router_lag_p99_ms``, made for sustained lag) would ju
 by 50 ms, four times stricter than the rule for single stalls (``Thresholds.router_lag_max_ms``).
 The stations of a short 100-station run wake 17-94 times (off the path mostly for the 0.2 s probe):
 on 2026-11-29, 16 Cohen route-control runs were invalid by the p99 rule alone, each at such a
-station (one wake-up 52-76 ms late), 10 of them at fast seeds whose 2 MB took 13-32 s, so that a fast seed's route-control arm could
-not become valid and the pairs lost exactly the seeds with short transfers. The stations under this
-count are pooled (their histograms added, ``LagHistogram.merge``) and the pool's p99 is judged like
-one station's; a station whose counters have no histogram (written before 2026-11-29) is judged on
-its own, as before."""
+station (one wake-up 52-76 ms late), 10 of them at fast seeds whose 2 MB took 13-32 s, so that a
+fast seed's route-control arm could not become valid and the pairs lost exactly the seeds with short
+transfers. The stations under this count are pooled (their histograms added, ``LagHistogram.merge``)
+and the pool's p99 is judged like one station's; a station whose counters have no histogram (written
+before 2026-11-29) is judged on its own, as before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +269,9 @@ def router_lag(snapshots: Iterable[Mapping[str, Any]]) -> RouterLag | None:
             worst = (p99, sid)
     if not seen:
         return None
-    if pool is not None and pool.count and (worst is None or pool.quantile_ns(0.99) > worst[0]):
-        worst = (pool.quantile_ns(0.99), pool_station[1])
+    pooled_p99 = pool.quantile_ns(0.99) if pool is not None and pool.count else None
+    if pooled_p99 is not None and (worst is None or pooled_p99 > worst[0]):
+        worst = (pooled_p99, pool_station[1])
     p99_ns, sid = worst if worst is not None else (0, None)
     return RouterLag(p99_ns / 1e6, mx / 1e6, sid, dropped)
 
