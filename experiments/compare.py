@@ -407,6 +407,21 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
     where the paper gives both an absolute number and a change for one point, the number."""
     out: list[PaperPoint] = []
     axes = (fig.x, *fig.series, *fig.panels)
+    if fig.baseline:  # a figure of changes: the paper's change over the same baseline, as it is
+        want = {k: label(v) for k, v in fig.baseline.items()}
+        for c in claims:
+            if (
+                c.kind == "change_pct"
+                and c.metric == fig.metric
+                and c.part == fig.part
+                and {k: label(v) for k, v in c.baseline.items()} == want
+                and all(a in c.where for a in axes)
+                and set(c.where) <= {*axes, *fig.baseline}  # not a claim at one value of a pooled axis
+            ):
+                where = {k: label(v) for k, v in c.where.items()}
+                panel, series = tuple(where[a] for a in fig.panels), tuple(where[a] for a in fig.series)
+                out.append(PaperPoint(panel, series, where[fig.x], c.paper, c.key))
+        return out
     taken: set[tuple[tuple[str, ...], tuple[str, ...], str]] = set()
     for c in sorted(claims, key=lambda c: c.kind != "value"):
         if c.metric != fig.metric or c.part != fig.part or not all(a in c.where for a in axes):
@@ -433,6 +448,35 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
         if base_y is not None:
             out.append(PaperPoint(*at, base_y * (1.0 + c.paper / 100.0) * fig.scale, c.key))
     return out
+
+
+def figure_change(fig: Figure, groups: Sequence[Group], at: Mapping[str, str]) -> Change | None:
+    """The paired change of ``fig.metric`` at one point of a change figure (``at``: its x, series
+    and panel labels): every group there that is not the baseline against its baseline group (the
+    same parameters with ``fig.baseline``'s values), over the seeds all of them ran, pooled as a
+    claim's mean over points; None where nothing is paired."""
+    base = {k: label(v) for k, v in fig.baseline.items()}
+    blocks: list[tuple[Group, Group]] = []
+    for g in groups:
+        if not _matches(g.params, at) or all(g.params.get(k) == v for k, v in base.items()):
+            continue
+        want = {**g.params, **base}
+        b = next((b for b in groups if b.params == want), None)
+        if b is not None:
+            blocks.append((g, b))
+    if not blocks:
+        return None
+    change = paired_change(_aligned(blocks, fig.metric))
+    return None if math.isnan(change.value) else change
+
+
+def _series_name(fig: Figure, series: tuple[str, ...]) -> str:
+    """A line's legend: its series labels, a yes/no value with its axis ("tcp.sack=true")."""
+    if not series:
+        return fig.metric
+    return ", ".join(
+        f"{a}={v}" if v in ("true", "false") else v for a, v in zip(fig.series, series, strict=True)
+    )
 
 
 def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[Claim] = ()) -> bool:
@@ -465,11 +509,24 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
         span = (max(fx) - min(fx)) or abs(fx[0]) or 1.0
     dodge = {s: (i - (len(series) - 1) / 2) * 0.015 * span for i, s in enumerate(series)}
     ours = paper_points(fig, claims, rows)
+    groups = group_runs(rows) if fig.baseline else []
     for ax, panel in zip(axes[0], panels, strict=True):
         for s in series:
             colour = None
-            px, py, pe = [], [], []
+            px, py = [], []
+            lo: list[float] = []
+            hi: list[float] = []
             for x in xs:
+                if fig.baseline:
+                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True)), **dict(zip(fig.panels, panel, strict=True))}
+                    ch = figure_change(fig, groups, at)
+                    if ch is None:
+                        continue
+                    px.append(float(x) + dodge[s] if numeric else x)
+                    py.append(ch.value)
+                    lo.append(0.0 if math.isnan(ch.low) else max(0.0, ch.value - ch.low))
+                    hi.append(0.0 if math.isnan(ch.high) else max(0.0, ch.high - ch.value))
+                    continue
                 vals = [
                     r.metric(fig.metric) * fig.scale
                     for r in rows
@@ -481,10 +538,11 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
                 if st.n:
                     px.append(float(x) + dodge[s] if numeric else x)
                     py.append(st.mean)
-                    pe.append(0.0 if math.isnan(st.ci95) else st.ci95)
+                    lo.append(0.0 if math.isnan(st.ci95) else st.ci95)
+                    hi.append(lo[-1])
             if px:
-                name = ", ".join(s) if s else fig.metric
-                bars = ax.errorbar(px, py, yerr=pe, marker="o", capsize=3, label=name)
+                name = _series_name(fig, s)
+                bars = ax.errorbar(px, py, yerr=[lo, hi], marker="o", capsize=3, label=name)
                 colour = bars.lines[0].get_color()
             pts = [p for p in ours if p.panel == panel and p.series == s and p.x in xs]
             if pts:
@@ -497,17 +555,21 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
                     edgecolors="black",
                     linewidths=0.6,
                     zorder=5,
-                    label=f"paper, {', '.join(s) if s else fig.metric}",
+                    label=f"paper, {_series_name(fig, s)}",
                 )
         if numeric:
             ax.set_xticks([float(x) for x in xs], xs)
         ax.set_xlabel(fig.xlabel or fig.x)
         ax.set_title(", ".join(f"{a}={v}" for a, v in zip(fig.panels, panel, strict=True)), fontsize=9)
         ax.grid(True, alpha=0.3)
+        if fig.baseline:
+            ax.axhline(0, color="black", linewidth=0.8)
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(fig.ylabel)
     title = fig.title
-    if ours:
+    if ours and fig.baseline:
+        title += "\n(stars: the paper's change; bars: our paired 95 % intervals)"
+    elif ours:
         title += "\n(stars: the paper's number; for a change, applied to the baseline's number)"
     figure.suptitle(title, fontsize=11)
     figure.tight_layout()

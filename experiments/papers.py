@@ -60,7 +60,13 @@ class Claim:
 @dataclass(frozen=True, slots=True)
 class Figure:
     """A line plot of ``metric`` against axis ``x``, one line per value of the ``series`` axes,
-    one panel per value of the ``panels`` axes (others averaged), with 95 % confidence bars."""
+    one panel per value of the ``panels`` axes (others averaged), with 95 % confidence bars.
+
+    With a ``baseline`` (axis -> value, as a claim's) the plot is of the paired change instead:
+    at each point, 100 x (mean / baseline's mean - 1) over the seeds both ran, pooled over the
+    axes the figure does not name as a claim's ``combine="mean"`` is, with its 95 % interval (the
+    form of the papers' "improvement over" figures: Ghanem's Figs. 4-6, Klemm's Fig. 5, Cohen's
+    Fig. 6(b))."""
 
     name: str
     title: str
@@ -72,6 +78,7 @@ class Figure:
     scale: float = 1.0  # e.g. 1e-3 for kbit/s
     part: str = ""
     xlabel: str = ""  # the x axis' label ("": the axis' name)
+    baseline: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +148,17 @@ def _ghanem() -> Paper:
             series=("routing.extensions",),
             panels=("routing.protocol",),
             scale=1e-3,
+        ),
+        Figure(
+            "ghanem2008-enhancement",
+            "Ghanem 2008 Figs. 4-6: enhancement over NewReno vs maximum speed",
+            x="mobility.max_speed_mps",
+            xlabel="maximum speed (m/s)",
+            metric="throughput_total_bps",
+            ylabel="throughput change over NewReno (%)",
+            series=("routing.extensions",),
+            panels=("routing.protocol",),
+            baseline={"routing.extensions": []},
         ),
     )
     return Paper("ghanem2008", "Ghanem et al. 2008, ABRA and Fixed RTO", tuple(claims), figs)
@@ -423,6 +441,16 @@ def _klemm() -> Paper:
             scale=1e-3,
         ),
         Figure(
+            "klemm2004-goodput-change",
+            "Klemm 2004 Fig. 5: goodput change over the original AODV vs maximum speed",
+            x="mobility.max_speed_mps",
+            xlabel="maximum speed (m/s)",
+            metric="throughput_total_bps",
+            ylabel="goodput change over original AODV (%)",
+            series=("lm",),
+            baseline={"lm": "original"},
+        ),
+        Figure(
             "klemm2004-rto",
             "Klemm 2004: TCP RTOs per 100 delivered packets vs maximum speed",
             x="mobility.max_speed_mps",
@@ -535,6 +563,16 @@ def _cohen() -> Paper:
             ylabel="TCP RTOs per run (2 MB)",
             series=("speed", "rc"),
             panels=("tcp.sack",),
+        ),
+        Figure(
+            "cohen-rto-reduction",
+            "Cohen & Levin Fig. 6(b): RTOs reduced by route control vs per-hop loss rate (both speeds)",
+            x="routing.hop_loss",
+            xlabel="per-hop loss rate",
+            metric="tcp_timeouts_total",
+            ylabel="RTO change with route control (%)",
+            series=("tcp.sack",),
+            baseline={"rc": "none"},
         ),
         Figure(
             "cohen-throughput",

@@ -515,6 +515,34 @@ def test_the_papers_numbers_are_placed_on_our_figures(tmp_path: Path) -> None:
     assert stars[("none",)] == 0.9 and stars[("route_control",)] == pytest.approx(0.2, abs=0.001)
 
 
+def test_a_change_figure_plots_the_paired_change_and_the_papers_change(tmp_path: Path) -> None:
+    """Klemm's Fig. 5 form: combined over original, paired per seed, pooled over what the figure
+    leaves out; the paper's +75 % is placed as it is, not applied to a baseline; the baseline's own
+    series has no point."""
+    from experiments.aggregate import group_runs
+    from experiments.compare import draw_figure, figure_change, paper_points
+
+    rows = [
+        _record({"mobility.max_speed_mps": "20", "lm": lm, "other": o}, seed, throughput_total_bps=bps * k)
+        for seed, bps in ((1, 100e3), (2, 200e3))
+        for o, k in (("a", 1.0), ("b", 3.0))
+        for lm, bps_k in (("original", 1.0), ("combined", 0.9))
+        for bps in (bps * bps_k,)
+    ]
+    fig = next(f for f in PAPERS["klemm2004"].figures if f.name == "klemm2004-goodput-change")
+    groups = group_runs(rows)
+    ch = figure_change(fig, groups, {"mobility.max_speed_mps": "20", "lm": "combined"})
+    assert ch is not None and ch.n == 2 and ch.value == pytest.approx(-10.0)
+    assert figure_change(fig, groups, {"mobility.max_speed_mps": "20", "lm": "original"}) is None
+    assert figure_change(fig, groups, {"mobility.max_speed_mps": "4", "lm": "combined"}) is None
+    stars = paper_points(fig, PAPERS["klemm2004"].claims, rows)
+    assert [(p.series, p.x, p.y) for p in stars] == [(("combined",), "20", 75.0)]
+    out = tmp_path / "change.png"
+    assert draw_figure(fig, rows, out, PAPERS["klemm2004"].claims) and out.stat().st_size > 1000
+    cohen = next(f for f in PAPERS["cohen"].figures if f.name == "cohen-rto-reduction")
+    assert {p.claim for p in paper_points(cohen, PAPERS["cohen"].claims, [])} == {"rc-rto-sack", "rc-rto-newreno"}
+
+
 def test_verdicts_at_the_edges() -> None:
     """A paper number of exactly 0, a claim on a metric the sweep does not stop on, a bound."""
     from experiments.compare import Result
