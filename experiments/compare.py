@@ -153,9 +153,17 @@ def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[l
     return out
 
 
-def _baseline_params(claim: Claim, g: Group) -> dict[str, str]:
-    """The parameters of ``g``'s baseline point for ``claim``: ``g``'s, with the claim's baseline values."""
-    return {**g.params, **{k: label(v) for k, v in claim.baseline.items()}}
+def _pair(treated: Sequence[Group], groups: Sequence[Group], baseline: Mapping[str, object]) -> list[tuple[Group, Group]]:
+    """Each treated group with its baseline group (its parameters with ``baseline``'s values), for
+    those that have one: the blocks of a claim's, and of a change figure's, paired change."""
+    base = {k: label(v) for k, v in baseline.items()}
+    blocks = []
+    for g in treated:
+        want = {**g.params, **base}
+        b = next((b for b in groups if b.params == want), None)
+        if b is not None:
+            blocks.append((g, b))
+    return blocks
 
 
 def _censored_note(metric: str, groups: Sequence[Group], note: str) -> str:
@@ -179,7 +187,7 @@ def evaluate(
     treated = [g for g in groups if _matches(g.params, claim.where)]
     wanted = {frozenset(d.items()) for d in defined if _matches(d, claim.where)}
     res = _evaluate(claim, groups, treated, bool(wanted), min_seeds)
-    bases = [b for b in groups for g in treated if b.params == _baseline_params(claim, g)]
+    bases = [b for _, b in _pair(treated, groups, claim.baseline)]
     used = treated + (bases if claim.kind != "value" else [])
     note = _coverage_note(treated, wanted, res.note) if treated else res.note
     return dataclasses.replace(res, note=_censored_note(claim.metric, used, note), min_seeds=min_seeds)
@@ -212,12 +220,7 @@ def _evaluate(
         ch = Change(st.n, st.mean, st.mean - st.ci95, st.mean + st.ci95, 0.95, "student-t")
         unrecorded = "" if st.n else f"{claim.metric} not recorded by the {len(vals)} run(s) of these points"
         return Result(claim, ch, len(treated), st.n, unrecorded)
-    blocks: list[tuple[Group, Group]] = []
-    for g in treated:
-        want = _baseline_params(claim, g)
-        base = next((b for b in groups if b.params == want), None)
-        if base is not None:
-            blocks.append((g, base))
+    blocks = _pair(treated, groups, claim.baseline)
     if not blocks:
         return Result(claim, NAN_CHANGE, 0, 0, "no baseline points")
     each = tuple(paired_change(_aligned([blk], claim.metric)) for blk in blocks)
@@ -409,6 +412,7 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
     axes = (fig.x, *fig.series, *fig.panels)
     if fig.baseline:  # a figure of changes: the paper's change over the same baseline, as it is
         want = {k: label(v) for k, v in fig.baseline.items()}
+        pooled = {a for r in rows for a in r.params} - {*axes, *fig.baseline}
         for c in claims:
             if (
                 c.kind == "change_pct"
@@ -417,6 +421,7 @@ def paper_points(fig: Figure, claims: Sequence[Claim], rows: Sequence[RunRecord]
                 and {k: label(v) for k, v in c.baseline.items()} == want
                 and all(a in c.where for a in axes)
                 and set(c.where) <= {*axes, *fig.baseline}  # not a claim at one value of a pooled axis
+                and (c.combine == "mean" or not pooled)  # an "up to" is not a mean over the pooled axes
             ):
                 where = {k: label(v) for k, v in c.where.items()}
                 panel, series = tuple(where[a] for a in fig.panels), tuple(where[a] for a in fig.series)
@@ -455,19 +460,19 @@ def figure_change(fig: Figure, groups: Sequence[Group], at: Mapping[str, str]) -
     and panel labels): every group there that is not the baseline against its baseline group (the
     same parameters with ``fig.baseline``'s values), over the seeds all of them ran, pooled as a
     claim's mean over points; None where nothing is paired."""
-    base = {k: label(v) for k, v in fig.baseline.items()}
-    blocks: list[tuple[Group, Group]] = []
-    for g in groups:
-        if not _matches(g.params, at) or all(g.params.get(k) == v for k, v in base.items()):
-            continue
-        want = {**g.params, **base}
-        b = next((b for b in groups if b.params == want), None)
-        if b is not None:
-            blocks.append((g, b))
+    treated = [g for g in groups if _matches(g.params, at) and not _matches(g.params, fig.baseline)]
+    blocks = _pair(treated, groups, fig.baseline)
     if not blocks:
         return None
     change = paired_change(_aligned(blocks, fig.metric))
     return None if math.isnan(change.value) else change
+
+
+def _yerr(change: Change) -> tuple[float, float]:
+    """The error bar below and above ``change.value`` (0 where the interval has no bound there)."""
+    lo = 0.0 if math.isnan(change.low) else max(0.0, change.value - change.low)
+    hi = 0.0 if math.isnan(change.high) else max(0.0, change.high - change.value)
+    return lo, hi
 
 
 def _series_name(fig: Figure, series: tuple[str, ...]) -> str:
@@ -499,6 +504,19 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
     xs = sorted({lab(r, fig.x) for r in rows}, key=_num_or_str)
     numeric = all(_num_or_str(x)[0] == 0 for x in xs)
     series = sorted({tuple(lab(r, a) for a in fig.series) for r in rows})
+    changes: dict[tuple[tuple[str, ...], tuple[str, ...], str], Change] = {}
+    if fig.baseline:  # a change figure: its points first; nothing paired, no figure
+        groups = group_runs(rows)
+        for panel in panels:
+            for s in series:
+                for x in xs:
+                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True))}
+                    ch = figure_change(fig, groups, {**at, **dict(zip(fig.panels, panel, strict=True))})
+                    if ch is not None:
+                        changes[(panel, s, x)] = ch
+        if not changes:
+            return False
+        series = sorted({s for _, s, _ in changes})  # the baseline's own series has no line
     figure, axes = plt.subplots(
         1, len(panels), figsize=(max(7.0, 5.0 * len(panels)), 4.0), squeeze=False, sharey=True
     )
@@ -509,23 +527,24 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
         span = (max(fx) - min(fx)) or abs(fx[0]) or 1.0
     dodge = {s: (i - (len(series) - 1) / 2) * 0.015 * span for i, s in enumerate(series)}
     ours = paper_points(fig, claims, rows)
-    groups = group_runs(rows) if fig.baseline else []
+    open_ends = False
     for ax, panel in zip(axes[0], panels, strict=True):
         for s in series:
             colour = None
             px, py = [], []
             lo: list[float] = []
             hi: list[float] = []
+            unbounded: list[tuple[float | str, float]] = []
             for x in xs:
                 if fig.baseline:
-                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True)), **dict(zip(fig.panels, panel, strict=True))}
-                    ch = figure_change(fig, groups, at)
-                    if ch is None:
+                    if (ch := changes.get((panel, s, x))) is None:
                         continue
                     px.append(float(x) + dodge[s] if numeric else x)
                     py.append(ch.value)
-                    lo.append(0.0 if math.isnan(ch.low) else max(0.0, ch.value - ch.low))
-                    hi.append(0.0 if math.isnan(ch.high) else max(0.0, ch.high - ch.value))
+                    lo.append(_yerr(ch)[0])
+                    hi.append(_yerr(ch)[1])
+                    if math.isnan(ch.low) or math.isnan(ch.high):
+                        unbounded.append((px[-1], ch.value))
                     continue
                 vals = [
                     r.metric(fig.metric) * fig.scale
@@ -544,6 +563,17 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
                 name = _series_name(fig, s)
                 bars = ax.errorbar(px, py, yerr=[lo, hi], marker="o", capsize=3, label=name)
                 colour = bars.lines[0].get_color()
+            if unbounded:  # an interval without a bound (one seed, or Fieller unbounded): a ring, not a precise point
+                open_ends = True
+                ax.scatter(
+                    [u[0] for u in unbounded],
+                    [u[1] for u in unbounded],
+                    s=220,
+                    facecolors="none",
+                    edgecolors=colour,
+                    linewidths=1.2,
+                    zorder=4,
+                )
             pts = [p for p in ours if p.panel == panel and p.series == s and p.x in xs]
             if pts:
                 ax.scatter(
@@ -567,8 +597,10 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(fig.ylabel)
     title = fig.title
-    if ours and fig.baseline:
-        title += "\n(stars: the paper's change; bars: our paired 95 % intervals)"
+    if fig.baseline:
+        title += "\n(bars: our paired 95 % intervals"
+        title += "; rings: no bound on that side" if open_ends else ""
+        title += "; stars: the paper's change)" if ours else ")"
     elif ours:
         title += "\n(stars: the paper's number; for a change, applied to the baseline's number)"
     figure.suptitle(title, fontsize=11)
@@ -597,14 +629,8 @@ def draw_claims(paper: Paper, results: list[Result], out: Path) -> bool:
     idx = list(range(len(rel)))
     ax.bar([i - 0.2 for i in idx], [r.claim.paper for r in rel], width=0.4, label="paper")
     ours = [0.0 if math.isnan(r.value) else r.value for r in rel]
-    err_lo = [
-        0.0 if math.isnan(r.change.low) else max(0.0, v - r.change.low)
-        for r, v in zip(rel, ours, strict=True)
-    ]
-    err_hi = [
-        0.0 if math.isnan(r.change.high) else max(0.0, r.change.high - v)
-        for r, v in zip(rel, ours, strict=True)
-    ]
+    err_lo = [_yerr(r.change)[0] for r in rel]
+    err_hi = [_yerr(r.change)[1] for r in rel]
     ax.bar([i + 0.2 for i in idx], ours, width=0.4, yerr=[err_lo, err_hi], capsize=2, label="ours (95 % CI)")
     ax.set_xticks(idx, [r.claim.key for r in rel], rotation=60, ha="right", fontsize=8)
     ax.axhline(0, color="black", linewidth=0.8)

@@ -517,29 +517,43 @@ def test_the_papers_numbers_are_placed_on_our_figures(tmp_path: Path) -> None:
 
 def test_a_change_figure_plots_the_paired_change_and_the_papers_change(tmp_path: Path) -> None:
     """Klemm's Fig. 5 form: combined over original, paired per seed, pooled over what the figure
-    leaves out; the paper's +75 % is placed as it is, not applied to a baseline; the baseline's own
-    series has no point."""
+    leaves out as the claim pools it (blocks with different ratios, seeds common to all blocks):
+    the figure's point is the claim's row; the paper's +75 % is placed as it is, not applied to a
+    baseline; the baseline's own series has no point, and nothing paired draws no figure."""
     from experiments.aggregate import group_runs
-    from experiments.compare import draw_figure, figure_change, paper_points
+    from experiments.compare import draw_figure, evaluate, figure_change, paper_points
+
+    def rec(lm: str, other: str, seed: int, bps: float) -> RunRecord:
+        return _record({"mobility.max_speed_mps": "20", "lm": lm, "other": other}, seed, throughput_total_bps=bps)
 
     rows = [
-        _record({"mobility.max_speed_mps": "20", "lm": lm, "other": o}, seed, throughput_total_bps=bps * k)
-        for seed, bps in ((1, 100e3), (2, 200e3))
-        for o, k in (("a", 1.0), ("b", 3.0))
-        for lm, bps_k in (("original", 1.0), ("combined", 0.9))
-        for bps in (bps * bps_k,)
+        *(rec("original", o, seed, bps) for o in ("a", "b") for seed, bps in ((1, 100e3), (2, 200e3), (3, 50e3))),
+        rec("combined", "a", 1, 90e3),  # 0.9 of the original in block a
+        rec("combined", "a", 2, 180e3),
+        rec("combined", "a", 3, 45e3),
+        rec("combined", "b", 1, 50e3),  # 0.5 in block b, which lacks seed 3
+        rec("combined", "b", 2, 100e3),
     ]
-    fig = next(f for f in PAPERS["klemm2004"].figures if f.name == "klemm2004-goodput-change")
+    paper = PAPERS["klemm2004"]
+    fig = next(f for f in paper.figures if f.name == "klemm2004-goodput-change")
     groups = group_runs(rows)
     ch = figure_change(fig, groups, {"mobility.max_speed_mps": "20", "lm": "combined"})
-    assert ch is not None and ch.n == 2 and ch.value == pytest.approx(-10.0)
+    claim = next(c for c in paper.claims if c.key == "combined-goodput")
+    want = evaluate(claim, groups).change
+    assert ch is not None and ch.n == 2 == want.n  # seeds 1 and 2: the ones both blocks ran
+    assert (ch.value, ch.low, ch.high) == pytest.approx((want.value, want.low, want.high))
+    assert ch.value == pytest.approx(-30.0)  # the mean of -10 % and -50 %, not one block's
     assert figure_change(fig, groups, {"mobility.max_speed_mps": "20", "lm": "original"}) is None
     assert figure_change(fig, groups, {"mobility.max_speed_mps": "4", "lm": "combined"}) is None
-    stars = paper_points(fig, PAPERS["klemm2004"].claims, rows)
+    stars = paper_points(fig, paper.claims, rows)
     assert [(p.series, p.x, p.y) for p in stars] == [(("combined",), "20", 75.0)]
     out = tmp_path / "change.png"
-    assert draw_figure(fig, rows, out, PAPERS["klemm2004"].claims) and out.stat().st_size > 1000
+    assert draw_figure(fig, rows, out, paper.claims) and out.stat().st_size > 1000
+    only_base = [r for r in rows if r.params["lm"] == "original"]
+    assert not draw_figure(fig, only_base, tmp_path / "none.png", paper.claims)
+    assert not (tmp_path / "none.png").exists()
     cohen = next(f for f in PAPERS["cohen"].figures if f.name == "cohen-rto-reduction")
+    # rc-rto-2.5 fixes a speed the figure pools over: not a star there
     assert {p.claim for p in paper_points(cohen, PAPERS["cohen"].claims, [])} == {"rc-rto-sack", "rc-rto-newreno"}
 
 
