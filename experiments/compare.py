@@ -510,8 +510,8 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
         for panel in panels:
             for s in series:
                 for x in xs:
-                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True))}
-                    ch = figure_change(fig, groups, {**at, **dict(zip(fig.panels, panel, strict=True))})
+                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True)), **dict(zip(fig.panels, panel, strict=True))}
+                    ch = figure_change(fig, groups, at)
                     if ch is not None:
                         changes[(panel, s, x)] = ch
         if not changes:
@@ -541,8 +541,9 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
                         continue
                     px.append(float(x) + dodge[s] if numeric else x)
                     py.append(ch.value)
-                    lo.append(_yerr(ch)[0])
-                    hi.append(_yerr(ch)[1])
+                    below, above = _yerr(ch)
+                    lo.append(below)
+                    hi.append(above)
                     if math.isnan(ch.low) or math.isnan(ch.high):
                         unbounded.append((px[-1], ch.value))
                     continue
