@@ -44,6 +44,11 @@ DATA_DIR: Final = Path(ROWS_DIR)
 
 BASE_COLS: Final = ("experiment", "point_id", "index")
 RUN_COLS: Final = ("seed", "attempt", "valid", "invalid_reasons")
+#: The run's TCP profile (``summary.json`` ``tcp_profile``: its name and settings digest,
+#: topologies/tcp_profiles.py), right after ``RUN_COLS``: rows of different TCP are told apart.
+#: A file from before profiles gets them added with ``LEGACY_PROFILE`` and no digest.
+TCP_COLS: Final = ("tcp_profile", "tcp_digest")
+LEGACY_PROFILE: Final = "legacy"
 #: Validity signals kept with every row (``summary.json`` ``validity``), so that the cost and the
 #: real-time margin of a sweep can be studied from git alone.
 SIGNAL_COLS: Final = (
@@ -58,7 +63,7 @@ TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host
 #: How the ``revision`` column marks a run made from a working tree with uncommitted changes to
 #: tracked files (outside the rows folder): ``<12-hex revision>-dirty``.
 DIRTY_SUFFIX: Final = "-dirty"
-ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *SIGNAL_COLS, *TAIL_COLS))
+ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *TCP_COLS, *SIGNAL_COLS, *TAIL_COLS))
 """The columns every rows file has: no sweep axis may take one of these names (the axis' column
 would shadow it, e.g. an axis ``flows`` and the per-flow column ``flows``)."""
 
@@ -104,6 +109,8 @@ class RunRecord:
     revision: str
     host: str
     finished_at: str
+    tcp_profile: str = LEGACY_PROFILE
+    tcp_digest: str = ""
 
     def metric(self, name: str) -> float:
         if name == TRANSFER_TIME_LB and name not in self.metrics:
@@ -191,7 +198,7 @@ def check_reason(reason: str, where: str) -> None:
 
 
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
-    cols = [*BASE_COLS, *axes, *RUN_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+    cols = [*BASE_COLS, *axes, *RUN_COLS, *TCP_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
     twice = sorted({c for c in cols if cols.count(c) > 1})
     if twice:
         raise RowsError(f"column {twice[0]!r} twice in a rows header (an axis named like a column)")
@@ -211,6 +218,8 @@ def encode(record: RunRecord, columns: Sequence[str]) -> str:
         "attempt": str(record.attempt),
         "valid": "true" if record.valid else "false",
         "invalid_reasons": "; ".join(record.invalid_reasons),
+        "tcp_profile": record.tcp_profile,
+        "tcp_digest": record.tcp_digest,
         "flows": flows,
         "duration_s": fmt_num(record.duration_s),
         "wall_s": fmt_num(record.wall_s),
@@ -250,7 +259,7 @@ def _flows(text: str) -> tuple[FlowRow, ...]:
 def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -> RunRecord:
     """A record from one row's fields (checked already)."""
     row = dict(zip(columns, values, strict=True))
-    known = set(BASE_COLS) | set(RUN_COLS) | set(SIGNAL_COLS) | set(TAIL_COLS) | set(axes)
+    known = set(BASE_COLS) | set(RUN_COLS) | set(TCP_COLS) | set(SIGNAL_COLS) | set(TAIL_COLS) | set(axes)
     metrics = {c: _num(v) for c, v in row.items() if c not in known}
     reasons = tuple(r for r in row["invalid_reasons"].split("; ") if r)
     fault = cc_fault_reason(metrics)
@@ -274,6 +283,8 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
         revision=row.get("revision", ""),
         host=row.get("host", ""),
         finished_at=row.get("finished_at", ""),
+        tcp_profile=row.get("tcp_profile") or LEGACY_PROFILE,
+        tcp_digest=row.get("tcp_digest", ""),
     )
 
 
@@ -340,6 +351,8 @@ class RowStore:
         lacks are not written (the header is extended by ``rewrite_header`` only)."""
         with self._locked():
             cols = self.columns()
+            if cols is not None and not set(TCP_COLS) <= set(cols):
+                cols = self._add_tcp_cols(cols)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if cols is None:
@@ -431,18 +444,33 @@ class RowStore:
             if not new:
                 return []
             at = cols.index(SIGNAL_COLS[0]) if SIGNAL_COLS[0] in cols else len(cols) - len(TAIL_COLS)
-            out_cols = [*cols[:at], *new, *cols[at:]]
-            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
-            out = [_csv_line(out_cols)]
-            for line in lines[1:]:
-                fields = _checked(line, len(cols))
-                if fields is None:
-                    out.append(line if line.endswith("\n") else line + "\n")
-                    continue
-                values = [*fields[:at], *([""] * len(new)), *fields[at:-1]]
-                out.append(_csv_line([*values, _check(values)]))
-            self._rewrite(out)
+            self._insert_columns(cols, at, new, [""] * len(new))
             return new
+
+    def _add_tcp_cols(self, cols: list[str]) -> list[str]:
+        """Give a file from before TCP profiles the ``TCP_COLS`` (after ``invalid_reasons``); its
+        rows ran the legacy TCP, so they read ``LEGACY_PROFILE`` with no digest. The caller holds
+        the lock; returns the new header."""
+        return self._insert_columns(
+            cols, cols.index("invalid_reasons") + 1, list(TCP_COLS), [LEGACY_PROFILE, ""]
+        )
+
+    def _insert_columns(self, cols: list[str], at: int, new: list[str], fill: list[str]) -> list[str]:
+        """Rewrite the file with ``new`` columns at ``at``, ``fill`` in its well-formed rows (their
+        checks recomputed; a cut or altered row is kept as it was, and load still skips it). The
+        caller holds the lock; returns the new header."""
+        out_cols = [*cols[:at], *new, *cols[at:]]
+        lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        out = [_csv_line(out_cols)]
+        for line in lines[1:]:
+            fields = _checked(line, len(cols))
+            if fields is None:
+                out.append(line if line.endswith("\n") else line + "\n")
+                continue
+            values = [*fields[:at], *fill, *fields[at:-1]]
+            out.append(_csv_line([*values, _check(values)]))
+        self._rewrite(out)
+        return out_cols
 
     def _edit(self, edit: Callable[[list[str], list[str]], int]) -> int:
         """Rewrite well-formed rows under the lock: ``edit(columns, values)`` changes the row's

@@ -13,6 +13,7 @@ Errors name the file, the line, the field and the reason, like scenario errors:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -32,8 +33,10 @@ from pydantic import (
     model_validator,
 )
 
-from experiments.rows import ROW_COLUMNS
-from topologies.yamlfile import render_path, yaml_line_map
+from experiments.rows import LEGACY_PROFILE, ROW_COLUMNS
+from topologies.scenario import ScenarioError, scenario_document
+from topologies.schema import TcpSettings
+from topologies.yamlfile import apply_overrides, render_path, yaml_line_map
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
 _PATH_PATTERN: Final = r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*|\[\d+\])*$"
@@ -274,15 +277,35 @@ class Point:
         return tuple((k, label(v)) for k, v in self.params.items())
 
 
-def point_id(scenario: str, overrides: Mapping[str, Any], seed: int) -> str:
-    """Stable 12-hex id of (base scenario path, overrides, seed); key order does not matter."""
-    canon = json.dumps(
-        {"scenario": Path(scenario).as_posix(), "overrides": overrides, "seed": seed},
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
+def point_id(scenario: str, overrides: Mapping[str, Any], seed: int, tcp_digest: str | None = None) -> str:
+    """Stable 12-hex id of (base scenario path, overrides, seed) and, unless the point runs the
+    legacy TCP profile, the digest of its TCP settings (``tcp_digest``): a point whose TCP
+    changes is a new point, so its rows never join those of another TCP. Legacy points keep the
+    ids they had before profiles existed (their rows in git stay theirs). Key order does not matter."""
+    doc: dict[str, Any] = {"scenario": Path(scenario).as_posix(), "overrides": overrides, "seed": seed}
+    if tcp_digest is not None:
+        doc["tcp"] = tcp_digest
+    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canon.encode()).hexdigest()[:12]
+
+
+def tcp_digest(scenario: str, overrides: Mapping[str, Any]) -> str | None:
+    """The digest of the TCP a point runs (``EffectiveTcp.digest``), None for the legacy profile,
+    for a scenario file that cannot be read or a ``tcp`` block that does not validate (the
+    sweep's scenario check reports those)."""
+    return _tcp_digest(scenario, json.dumps(dict(overrides), sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=256)
+def _tcp_digest(scenario: str, overrides_json: str) -> str | None:
+    try:
+        data, _ = scenario_document(scenario)
+        data = apply_overrides(data, json.loads(overrides_json))
+        settings = TcpSettings.model_validate(data.get("tcp") or {})
+    except (ScenarioError, ValueError):  # pydantic's ValidationError and a bad override are ValueErrors
+        return None
+    eff = settings.effective
+    return None if eff.profile == LEGACY_PROFILE else eff.digest()
 
 
 def _excluded(sweep: Sweep, params: Mapping[str, Any]) -> bool:
@@ -305,8 +328,9 @@ def expand(sweep: Sweep) -> list[Point]:
                 overrides.update(sweep.variants[name][value])
             else:
                 overrides[name] = value
+        tcp = tcp_digest(sweep.scenario, overrides)
         for seed in sweep.seed_list():
-            pid = point_id(sweep.scenario, overrides, seed)
+            pid = point_id(sweep.scenario, overrides, seed, tcp)
             points.append(Point(len(points), pid, dict(params), dict(overrides), seed))
     return points
 

@@ -48,6 +48,7 @@ from experiments.plan import Comparison, Plan, block_key
 from experiments.rows import (
     DATA_DIR,
     DIRTY_SUFFIX,
+    LEGACY_PROFILE,
     SIGNAL_COLS,
     FlowRow,
     RowStore,
@@ -196,6 +197,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
     validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
     assert isinstance(validity, dict)
     reasons = tuple(str(r) for r in validity.get("reasons") or [])
+    tcp = summary.get("tcp_profile") if isinstance(summary.get("tcp_profile"), dict) else {}
+    assert isinstance(tcp, dict)
     if (fault := cc_fault_reason(metrics)) is not None:
         reasons = (*reasons, fault)
     return RunRecord(
@@ -216,6 +219,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
         revision=_revision(run_dir),
         host=socket.gethostname(),
         finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        tcp_profile=str(tcp.get("profile") or LEGACY_PROFILE),
+        tcp_digest=str(tcp.get("digest") or ""),
     )
 
 

@@ -196,7 +196,27 @@ def clean_leftovers(*, force: bool = False, run_ids: list[str] | None = None) ->
         from testbed import tcpctl
 
         report.bpf.extend(tcpctl.clean_leftovers(live))
+        from testbed import ccallow
+
+        if ccallow.restore(others_live=bool(live)):
+            report.bpf.append("tcp_allowed_congestion_control restored")
     return report
+
+
+def other_live_runs(own: str | None) -> bool:
+    """Whether a run of ours other than ``own`` is live (its runner is alive): host-wide state
+    that runs share (testbed/ccallow.py) is put back only when none is."""
+    if not RUN_ROOT.is_dir():
+        return False
+    for d in RUN_ROOT.iterdir():
+        if d.name == own or not RUN_ID_RE.match(d.name):
+            continue
+        try:
+            if Registry.load(d / "registry.json").runner_alive():
+                return True
+        except (FileNotFoundError, ValueError, KeyError):
+            continue
+    return False
 
 
 def signal_name(sig: int) -> str:

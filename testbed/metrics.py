@@ -24,6 +24,7 @@ from testbed import traffic
 from testbed.naming import station_ip
 from testbed.results import Results, read_json, write_json
 from testbed.station import Station
+from testbed.tcpprofile import NEGOTIATED_FIELDS, Mismatch, first_established, flow_mismatches
 from testbed.traffic import node_label
 from testbed.validity import (
     HostSampler,
@@ -36,7 +37,7 @@ from testbed.validity import (
     run_cpu_s,
     tun_drops_from_net_dev,
 )
-from topologies.scenario import Scenario
+from topologies.scenario import Scenario, TcpFlow
 
 FALSE_FAILURE_CAUSES = ("collision", "channel_error")
 """Ground-truth causes (medium TX_STATUS) of a failed unicast whose receiver was in range: the
@@ -89,6 +90,9 @@ class RunMetrics:
         self._tun_drops_base: int = 0  # TUN drops before the traffic (bring-up is not judged)
         self._tun_drops_end: int | None = None
         self._nstat_before: dict[int | str, dict[str, int]] = {}
+        #: read-backs of the TCP profile that differ from it (testbed.tcpprofile); each one
+        #: makes the run invalid
+        self.tcp_mismatches: list[Mismatch] = []
 
     # ------------------------------------------------------------------ host and TUN
     def start_host_load(self) -> None:
@@ -299,7 +303,37 @@ class RunMetrics:
             host_cpu_busy_share=None if busy is None else round(busy, 4),
             cpu_pressure_share=None if pressure is None else round(pressure, 4),
             run_cpu_s=None if cpu is None else round(cpu, 3),
+            tcp_readback=tuple(str(m) for m in self.tcp_mismatches),
         )
+
+    def tcp_flow_readback(self, flows: list[traffic.Flow], res: Results) -> None:
+        """What each TCP flow's data connection negotiated (its first ESTABLISHED tcp_info
+        sample: ``flows[].tcp.negotiated``), checked against the profile and the flow's MSS."""
+        knobs = self.scenario.tcp.effective.knobs
+        readback = res.summary.setdefault("tcp_profile", {}).setdefault("readback", {})
+        smp = self.sampler
+        if smp is None:
+            readback["flows"] = "not read (no tcp_info samples: tcpctl.observe_interval_ms is 0)"
+            return
+        found: list[Mismatch] = []
+        checked = 0
+        for fl, fs in zip(flows, res.summary["flows"], strict=True):
+            conn = (fs.get("tcp") or {}).get("conn") if fl.proto == "tcp" else None
+            if conn is None:
+                continue
+            rows = [r for r in smp.samples.get(node_label(fl.src), []) if r["conn"] == conn]
+            first = first_established(rows).get(conn)
+            if first is None:
+                continue
+            spec = fl.spec
+            mss = spec.mss if isinstance(spec, TcpFlow) else None
+            fs["tcp"]["negotiated"] = {k: first.get(k) for k in NEGOTIATED_FIELDS}
+            found += flow_mismatches(
+                f"{fl.id} {conn}", first, knobs, mss, fl.cc_name or getattr(spec, "cc", None)
+            )
+            checked += 1
+        readback["flows"] = {"checked": checked, "mismatches": [str(m) for m in found]}
+        self.tcp_mismatches += found
 
 
 def explain_timeouts(res: Results) -> None:

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -33,7 +34,7 @@ from typing import Any
 from nodes.core.icmp import IcmpParams
 from nodes.core.ipip import WiredRoute
 from nodes.router.config import ExtensionConfig, ProtocolConfig, RouterConfig
-from testbed import cleanup, idleguard, netns, procs, traffic
+from testbed import ccallow, cleanup, idleguard, netns, procs, tcpprofile, traffic
 from testbed import tcpctl as tcpctl_glue
 from testbed.medium import MEDIUM_BIN, MediumControl, MediumError, medium_config, medium_rt_args
 from testbed.metrics import RunMetrics, tun_drops
@@ -46,6 +47,7 @@ from testbed.traffic import node_label
 from testbed.validity import DEFAULT_THRESHOLDS, HostSampler, Thresholds, Validity
 from testbed.wired import WiredError, WiredSegment
 from topologies.scenario import Scenario, ScenarioError, load_scenario
+from topologies.tcp_profiles import PROJECT_CCS
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTER_TARGET = "nodes.router.main:run"
@@ -55,29 +57,15 @@ class BringUpError(RuntimeError):
     pass
 
 
-def station_sysctls(sc: Scenario) -> dict[str, str]:
-    """Per-station sysctls from the scenario's ``tcp`` block (written inside each namespace).
-
-    The kernel's default congestion control here is bbr, so ``tcp_congestion_control`` is always
-    set. ``rmem_max``/``wmem_max`` become the maxima of ``tcp_rmem``/``tcp_wmem`` (``net.core.*mem_max``
-    are read-only inside a namespace on this kernel). IP forwarding is off: the router forwards in user space. IPv6 is off so that tun0 carries
-    only the IPv4 traffic of the experiment.
+def station_sysctls(sc: Scenario, cc_kernel_name: str | None = None) -> dict[str, str]:
+    """Per-station sysctls of the scenario's TCP profile (testbed.tcpprofile.station_sysctls),
+    written inside each namespace. The kernel's default congestion control here is bbr, so
+    every profile names ``tcp_congestion_control``. ``rmem_max``/``wmem_max`` become the maxima
+    of ``tcp_rmem``/``tcp_wmem`` (``net.core.*mem_max`` are read-only inside a namespace on this
+    kernel). IP forwarding is off: the router forwards in user space. IPv6 is off so that tun0
+    carries only the IPv4 traffic of the experiment.
     """
-    t = sc.tcp
-    out = {
-        "net.ipv4.tcp_congestion_control": t.cc,
-        "net.ipv4.tcp_ecn": "1" if t.ecn else "0",
-        "net.ipv4.tcp_sack": "1" if t.sack else "0",
-        "net.ipv4.tcp_timestamps": "1" if t.timestamps else "0",
-        "net.ipv4.tcp_no_metrics_save": "1" if t.no_metrics_save else "0",
-        "net.ipv4.tcp_rmem": f"4096 131072 {t.rmem_max}",
-        "net.ipv4.tcp_wmem": f"4096 16384 {t.wmem_max}",
-        "net.ipv4.ip_forward": "0",
-        "net.ipv6.conf.all.disable_ipv6": "1",
-        "net.ipv6.conf.default.disable_ipv6": "1",
-    }
-    out.update({k: str(v) for k, v in t.extra_sysctls.items()})
-    return out
+    return tcpprofile.station_sysctls(sc.tcp.effective, cc_kernel_name)
 
 
 def router_config(
@@ -183,6 +171,7 @@ class Testbed:
         self.idle_guards: list[subprocess.Popen[bytes]] = []
         self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
+        self._tcpprof_cookies: dict[str, int] = {}  # namespace -> netns cookie, when tcpprof is loaded
         self.timings: dict[str, float] = {}
         self.thresholds = thresholds
         self.metrics = RunMetrics(self.scenario, thresholds, self.timings)
@@ -334,6 +323,7 @@ class Testbed:
             self._log(f"wired segment up ({self.wired.backend})")
 
         # tcpctl's BPF side (before any station sets tcp_congestion_control or starts a router)
+        eff = sc.tcp.effective
         if tcpctl_glue.bpf_wanted(sc):
             from nodes.tcpctl.kernel import run_dir as bpf_run_dir
 
@@ -347,10 +337,21 @@ class Testbed:
             }
             res.save_summary()
 
+        # the TCP profile: congestion controls on the host's allowed list, the BPF knobs
+        cc_kernel = self.tcpctl.cc(eff.cc) if self.tcpctl is not None else eff.cc
+        res.summary["tcp_profile"] = eff.summary()
+        added = ccallow.ensure_allowed(
+            cc for cc in {eff.cc, *(f.cc or eff.cc for f in sc.traffic.tcp)} if cc not in PROJECT_CCS
+        )
+        if added:
+            res.summary["tcp_profile"]["allowed_cc_added"] = added
+        self._load_tcpprof(names)
+        res.save_summary()
+
         if self.hosts:  # the scenario's TCP settings on the wired hosts too
-            host_sysctls = {k: v for k, v in station_sysctls(sc).items() if k != "net.ipv4.ip_forward"}
-            if self.tcpctl is not None:
-                host_sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
+            host_sysctls = {
+                k: v for k, v in station_sysctls(sc, cc_kernel).items() if k != "net.ipv4.ip_forward"
+            }
             for host in self.hosts.values():
                 res_sys = host.cmd(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in host_sysctls.items())])
                 if not res_sys.ok:
@@ -432,9 +433,7 @@ class Testbed:
         if not hello.get("ok"):
             raise BringUpError(f"zygote: {hello.get('error')}")
         routes = sc.static_routes(self.seed) if sc.routing.protocol == "static" else None
-        sysctls = station_sysctls(sc)
-        if self.tcpctl is not None:
-            sysctls["net.ipv4.tcp_congestion_control"] = self.tcpctl.cc(sc.tcp.cc)
+        sysctls = station_sysctls(sc, cc_kernel)
         wired_cfg = self.wired.router_config() if self.wired is not None else None
         items = []
         for sid in ids:
@@ -482,10 +481,78 @@ class Testbed:
         if self.wired is not None:
             self.wired.start_gateway()
             self.wired.route_stations(ids)
+        self._tcp_profile_readback(sysctls)
         self.timings["bringup_s"] = time.monotonic() - t_start
         res.summary["bringup_s"] = round(self.timings["bringup_s"], 3)
         res.save_summary()
         self._log(f"{len(ids)} stations up in {self.timings['bringup_s']:.2f} s; results in {res.dir}")
+
+    def _load_tcpprof(self, namespaces: list[str]) -> None:
+        """The profile's BPF knobs (nodes/tcpctl/tcpprof.py), attached after tcpctl's program and
+        registered for every namespace of the run before any of its sockets exists."""
+        params = tcpprofile.bpf_params(self.scenario.tcp.effective.knobs)
+        if not params.active:
+            return
+        from nodes.tcpctl import kernel as K
+        from nodes.tcpctl import nsutil, tcpprof
+
+        assert self.registry is not None and self.results is not None
+        self.registry.bpf_pin_dir = str(K.run_dir(self.run_id))  # before: a crash mid-load is cleaned
+        self.registry.save()
+        tcpprof.load(self.run_id)
+        maps = tcpprof.ProfileMaps(self.run_id)
+        try:
+            for ns in namespaces[1:]:  # not the control namespace (medium, zygote: no TCP of the run)
+                cookie = nsutil.in_netns(ns, K.netns_cookie_of_current)
+                maps.register(cookie, params)
+                self._tcpprof_cookies[ns] = cookie
+        finally:
+            maps.close()
+        self.results.summary["tcp_profile"]["bpf"] = {"params": asdict(params), "stats": None}
+
+    def _tcp_profile_readback(self, sysctls: dict[str, str]) -> None:
+        """Route metrics onto every station's route over tun0, then read the sysctls and the
+        routes back (testbed/tcpprofile.py); what differs makes the run invalid."""
+        assert self.results is not None
+        knobs = self.scenario.tcp.effective.knobs
+        metrics = tcpprofile.route_metrics(knobs)
+        found: list[tcpprofile.Mismatch] = []
+        for sid, st in self.stations.items():
+            want = gateway_sysctls(sysctls) if self.wired and self.wired.gateway == sid else sysctls
+            got = tcpprofile.read_sysctls(st.netns, want)
+            found += tcpprofile.sysctl_mismatches(st.name, want, got)
+            if metrics:
+                try:
+                    routes = tcpprofile.apply_routes(st.netns, st.ip, metrics)
+                except OSError as exc:
+                    raise BringUpError(str(exc)) from None
+                found += tcpprofile.route_mismatches(st.name, metrics, routes)
+        self.metrics.tcp_mismatches += found
+        self.results.summary["tcp_profile"]["readback"] = {
+            "stations": len(self.stations),
+            "sysctls": len(sysctls),
+            "route_metrics": metrics,
+            "mismatches": [str(m) for m in found],
+        }
+        self.results.save_summary()
+
+    def _tcpprof_stats(self) -> None:
+        """The BPF knobs' counters per station, read before the pins go (summary ``tcp_profile.bpf``)."""
+        if not self._tcpprof_cookies or self.results is None:
+            return
+        from nodes.tcpctl import tcpprof
+
+        try:
+            maps = tcpprof.ProfileMaps(self.run_id)
+        except OSError:
+            return
+        try:
+            per = {ns.rsplit("-", 1)[-1]: maps.stats(c) for ns, c in self._tcpprof_cookies.items()}
+        finally:
+            maps.close()
+        total = {k: sum(v[k] for v in per.values()) for k in tcpprof.STATS_FIELDS}
+        bpf = self.results.summary.setdefault("tcp_profile", {}).setdefault("bpf", {})
+        bpf["stats"] = {"total": total, "stations": per}
 
     def _register(self, pid: int, role: str) -> None:
         if self.registry is not None:
@@ -600,6 +667,7 @@ class Testbed:
         metrics.stop_observer(res)
         metrics.nstat_after(self.nodes(), hist, res, flows)
         metrics.summarise_series(flows, res)
+        metrics.tcp_flow_readback(flows, res)
         if self.tcpctl is not None:
             metrics.summarise_estimator(flows, res, self.run_id)
         res.summary["duration_s"] = round(time.monotonic() - run_started, 3)
@@ -650,8 +718,10 @@ class Testbed:
                     p.wait(1.0)
                 except subprocess.TimeoutExpired:
                     pass
+            self._tcpprof_stats()
             if self.registry is not None:
                 cleanup.clean_run(self.registry, own_run=True)
+            ccallow.restore(others_live=cleanup.other_live_runs(self.run_id))
             if self.results is not None:
                 self.metrics.finalize(self.results, list(self.stations), self.flows)
             self.timings["teardown_s"] = time.monotonic() - t

@@ -82,7 +82,11 @@ class Flow:
 
     def _window_bytes(self) -> int | None:
         s = self.spec
-        return s.max_window_pkts * s.mss if isinstance(s, TcpFlow) and s.max_window_pkts is not None else None
+        return (
+            s.max_window_pkts * s.segment_bytes
+            if isinstance(s, TcpFlow) and s.max_window_pkts is not None
+            else None
+        )
 
     def server_argv(self) -> list[str]:
         if self.file_transfer is not None:
@@ -109,7 +113,14 @@ class Flow:
         ft = self.file_transfer
         if ft is not None:
             argv = [sys.executable, str(XFER), "send", "--to", dst_ip, "--port", str(self.port)]
-            argv += ["--json", str(self.client_json), "--bytes", str(ft.transfer_bytes), "--mss", str(ft.mss)]
+            argv += [
+                "--json",
+                str(self.client_json),
+                "--bytes",
+                str(ft.transfer_bytes),
+                "--mss",
+                str(ft.segment_bytes),
+            ]
             limit = ft.duration_s if ft.duration_s is not None else default_duration_s
             argv += ["--limit", f"{limit:g}"]
             if ft.cc:
@@ -122,7 +133,7 @@ class Flow:
         if isinstance(s, TcpFlow):
             if s.cc:
                 argv += ["-C", self.cc_name or s.cc]
-            argv += ["-M", str(s.mss)]
+            argv += ["-M", str(s.segment_bytes)]
             w = self._window_bytes()
             if w is not None:
                 argv += ["-w", str(w)]

@@ -124,6 +124,8 @@ class Measurements:
     host_cpu_busy_share: float | None = None
     cpu_pressure_share: float | None = None
     run_cpu_s: float | None = None
+    #: TCP profile read-backs that differ from the profile (testbed.tcpprofile.Mismatch, as text)
+    tcp_readback: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,9 @@ def judge(m: Measurements, t: Thresholds = DEFAULT_THRESHOLDS) -> Validity:
     ):
         if r:
             reasons.append(r)
+    if m.tcp_readback:
+        more = f" (and {len(m.tcp_readback) - 1} more)" if len(m.tcp_readback) > 1 else ""
+        reasons.append(f"TCP profile read-back: {m.tcp_readback[0]}{more}")
     return Validity(not reasons, tuple(reasons), m, t)
 
 

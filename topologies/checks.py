@@ -26,6 +26,7 @@ from topologies.schema import (
     TcpFlow,
     UdpFlow,
 )
+from topologies.tcp_profiles import cc_problems, kernel_problems
 
 
 def check_scenario(sc: ScenarioFields, base_dir: Path) -> list[tuple[str, str]]:
@@ -33,6 +34,22 @@ def check_scenario(sc: ScenarioFields, base_dir: Path) -> list[tuple[str, str]]:
     relative to ``base_dir``. Fills what the checks derive (a flow's ``duration_s`` and ``cc``,
     the movement file's absolute path)."""
     return _Checker(sc, base_dir).run()
+
+
+IPV4_SYSCTLS = Path("/proc/sys/net/ipv4")
+
+
+def has_ipv4_sysctl(name: str) -> bool:
+    """Whether this kernel has ``net.ipv4.<name>`` (True where /proc/sys is not Linux's)."""
+    return not IPV4_SYSCTLS.is_dir() or (IPV4_SYSCTLS / name).exists()
+
+
+def kernel_ccs() -> frozenset[str] | None:
+    """``tcp_available_congestion_control`` of this kernel, or None where it cannot be read."""
+    try:
+        return frozenset((IPV4_SYSCTLS / "tcp_available_congestion_control").read_text().split())
+    except OSError:
+        return None
 
 
 class _Checker:
@@ -62,6 +79,7 @@ class _Checker:
         self.check_wired()
         self.check_stations()
         self.check_mobility()
+        self.check_tcp()
         self.check_traffic()
         self.check_routing()
         self.check_links_events()
@@ -175,11 +193,24 @@ class _Checker:
                 f"of the scenario (duration_s {dur:g} s)",
             )
 
+    def check_tcp(self) -> None:
+        """The TCP profile's knobs and every congestion control exist on this kernel."""
+        eff = self.sc.tcp.effective
+        available = kernel_ccs()
+        for knob, reason in kernel_problems(eff.knobs, has_ipv4_sysctl, available):
+            self.add(f"tcp.{knob}", reason)
+        for i, tcp in enumerate(self.sc.traffic.tcp):
+            for path, reason in cc_problems(f"traffic.tcp[{i}].cc", tcp.cc, available):
+                self.add(path, reason)
+
     def check_traffic(self) -> None:
+        eff = self.sc.tcp.effective
         for i, tcp in enumerate(self.sc.traffic.tcp):
             self.check_flow(f"traffic.tcp[{i}]", tcp)
             if tcp.cc is None:
-                tcp.cc = self.sc.tcp.cc
+                tcp.cc = eff.cc  # type: ignore[assignment]  # CongestionControl: checked by check_tcp
+            if tcp.mss is None:
+                tcp.mss = eff.mss
         for i, udp in enumerate(self.sc.traffic.udp):
             self.check_flow(f"traffic.udp[{i}]", udp)
 

@@ -105,6 +105,8 @@ __all__ = [
     "UdpFlow",
     "apply_overrides",
     "load_scenario",
+    "merge_documents",
+    "scenario_document",
     "scenario_from_dict",
     "yaml_line_map",
 ]
@@ -136,13 +138,26 @@ class Scenario(ScenarioFields):
         return self
 
 
-def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
-    """Read, override and validate a scenario file; raise ``ScenarioError`` on any problem.
+#: How deep ``extends`` may chain (a bound against runaway chains; cycles are refused anyway).
+MAX_EXTENDS_DEPTH = 8
 
-    ``overrides`` maps a field path (``"seed"``, ``"mobility.max_speed_mps"``,
-    ``"traffic.tcp[0].cc"``) to the value that replaces whatever the file says there.
-    Relative movement-file paths are resolved against the scenario file's folder.
-    """
+
+def merge_documents(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``child`` over ``base``: mappings merge key by key, any other value (a list, a number, a
+    string, null) replaces the base's."""
+    out = dict(base)
+    for key, value in child.items():
+        old = out.get(key)
+        out[key] = merge_documents(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return out
+
+
+def scenario_document(
+    path: str | Path, _chain: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], dict[PathKey, int]]:
+    """The scenario file as a mapping, with ``extends: <file>`` resolved (docs/scenarios.md
+    "Extending a scenario": the named file, relative to this one, is read first and this file's
+    fields are merged over it), and the line of each field of this file."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -154,6 +169,32 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(
             file, [("", "expected a mapping")], f"{file}: expected a mapping of fields, got {kind}"
         )
+    base = data.pop("extends", None)
+    if base is None:
+        return data, lines
+    where = f"{file}:{lines.get(('extends',), 1)}"
+    if not isinstance(base, str):
+        raise ScenarioError(
+            file, [("extends", "expected a file name")], f"{where}: extends: expected a file name"
+        )
+    base_path = (Path(path).parent / base).resolve()
+    chain = (*_chain, Path(path).resolve())
+    if base_path in chain or len(chain) > MAX_EXTENDS_DEPTH:
+        reason = "a cycle" if base_path in chain else f"more than {MAX_EXTENDS_DEPTH} files deep"
+        raise ScenarioError(file, [("extends", reason)], f"{where}: extends: {base} makes {reason}")
+    base_data, _ = scenario_document(base_path, chain)
+    return merge_documents(base_data, data), lines
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read, override and validate a scenario file; raise ``ScenarioError`` on any problem.
+
+    ``overrides`` maps a field path (``"seed"``, ``"mobility.max_speed_mps"``,
+    ``"traffic.tcp[0].cc"``) to the value that replaces whatever the file says there.
+    Relative movement-file paths are resolved against the scenario file's folder.
+    """
+    file = str(path)
+    data, lines = scenario_document(path)
     overridden: list[list[str | int]] = []
     if overrides:
         try:

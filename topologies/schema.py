@@ -30,6 +30,14 @@ from nodes.extensions import EXTENSIONS as _EXTENSION_MODULES
 from topologies.errors import FieldErrors
 from topologies.radio import RadioModel, radio_model
 from topologies.seeding import derive_rng
+from topologies.tcp_profiles import (
+    KNOBS,
+    SYSCTL_KNOBS,
+    EffectiveTcp,
+    ProfileName,
+    combination_problems,
+    resolve,
+)
 from topologies.wired import NODE_NAME_RE, Wired
 
 # --------------------------------------------------------------------------------------------
@@ -214,9 +222,16 @@ class TcpFlow(_Model):
     duration_s: PositiveNum | None = None  # default: until the end of the scenario
     cc: CongestionControl | None = None  # default: the scenario's tcp.cc
     max_window_pkts: PositiveInt | None = None  # cap on cwnd and advertised window, in MSS
-    mss: Annotated[StrictInt, Field(ge=88, le=9000)] = 1460
+    mss: Annotated[StrictInt, Field(ge=88, le=9000)] | None = None  # default: the scenario's tcp.mss
     #: a file of this many bytes, sent by testbed/xfer.py (not iperf3 -n); duration_s is its limit
     transfer_bytes: PositiveInt | None = None
+
+    @property
+    def segment_bytes(self) -> int:
+        """The flow's MSS: its own ``mss``, else the TCP profile's (filled in when the scenario loads)."""
+        if self.mss is None:
+            raise ValueError("traffic.tcp[].mss is unset: load the flow through a Scenario")
+        return self.mss
 
 
 class UdpFlow(_Model):
@@ -269,17 +284,64 @@ class Routing(_Model):
 
 
 class TcpSettings(_Model):
-    """Per-station kernel TCP settings (sysctls in each station's namespace)."""
+    """Per-station kernel TCP settings: a named profile (``topologies.tcp_profiles``) and any of its
+    knobs set explicitly, which override the profile's value. Every field but ``profile`` and
+    ``extra_sysctls`` is a knob of ``TcpKnobs`` (same name, same meaning); ``None`` = the
+    profile's value. ``effective`` is what the run applies (docs/scenarios.md "TCP profiles")."""
 
-    cc: CongestionControl = "reno"
-    ecn: StrictBool = False
-    sack: StrictBool = True
-    timestamps: StrictBool = True
-    rmem_max: PositiveInt = 4_194_304
-    wmem_max: PositiveInt = 4_194_304
-    no_metrics_save: StrictBool = True
+    profile: ProfileName = "legacy"
+    cc: CongestionControl | None = None
+    mss: Annotated[StrictInt, Field(ge=88, le=9000)] | None = None
+    sack: StrictBool | None = None
+    dsack: StrictBool | None = None
+    frto: StrictBool | None = None
+    tlp: StrictBool | None = None
+    timestamps: StrictBool | None = None
+    window_scaling: StrictBool | None = None
+    ecn: StrictBool | None = None
+    reordering: Annotated[StrictInt, Field(ge=1, le=300)] | None = None
+    max_reordering: Annotated[StrictInt, Field(ge=1, le=300)] | None = None
+    comp_sack_nr: Annotated[StrictInt, Field(ge=0, le=255)] | None = None
+    rto_min_ms: Annotated[StrictInt, Field(ge=1, le=120_000)] | None = None
+    rto_max_ms: Annotated[StrictInt, Field(ge=1, le=120_000)] | None = None
+    rto_init_ms: Annotated[StrictInt, Field(ge=1, le=120_000)] | None = None
+    max_backoff: Literal[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] | None = None
+    init_cwnd: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
+    init_rwnd: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
+    quickack: StrictBool | None = None
+    window_pkts: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    retries2: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
+    syn_retries: Annotated[StrictInt, Field(ge=1, le=127)] | None = None
+    syn_linear_timeouts: Annotated[StrictInt, Field(ge=0, le=127)] | None = None
+    slow_start_after_idle: StrictBool | None = None
+    rmem_max: PositiveInt | None = None
+    wmem_max: PositiveInt | None = None
+    no_metrics_save: StrictBool | None = None
     #: Any other sysctl, e.g. {"net.ipv4.tcp_frto": 0}.
     extra_sysctls: dict[str, str | int] = Field(default_factory=dict)
+
+    @property
+    def effective(self) -> EffectiveTcp:
+        """The profile with this block's explicit knobs on top (``topologies.tcp_profiles.resolve``)."""
+        explicit = {k: getattr(self, k) for k in KNOBS if getattr(self, k) is not None}
+        return resolve(self.profile, explicit, {k: str(v) for k, v in self.extra_sysctls.items()})
+
+    @model_validator(mode="after")
+    def _combinations(self) -> TcpSettings:
+        problems = [
+            (f"extra_sysctls.{name}", f"{name} is the knob tcp.{knob}: set that field instead")
+            for name in self.extra_sysctls
+            if (knob := SYSCTL_KNOBS.get(name)) is not None
+        ]
+        problems += combination_problems(self.effective.knobs)
+        if problems:
+            raise FieldErrors(
+                [
+                    (k, f"{reason} (profile {self.profile!r} with this block's fields)")
+                    for k, reason in problems
+                ]
+            )
+        return self
 
 
 class TcpCtlSettings(_Model):

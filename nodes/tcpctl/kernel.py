@@ -223,24 +223,31 @@ def load(run_id: str, cgroup: Path | None = None, *, vegas: bool = True) -> Load
         _check(L.bpf_object__load(obj), f"load {TCPCTL_OBJ}")
         ops = L.bpf_object__find_map_by_name(obj, b"mtctl")
         _ptr(L.bpf_map__attach_struct_ops(ops), f"register congestion control {cc}")
-        prog = _ptr(L.bpf_object__find_program_by_name(obj, b"tcpctl_sockops"), "prog tcpctl_sockops")
-        cg = cgroup or cgroup2_root()
-        cg_fd = os.open(cg, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            link = _check(
-                L.bpf_link_create(L.bpf_program__fd(prog), cg_fd, BPF_CGROUP_SOCK_OPS, None),
-                f"attach sock_ops to {cg}",
-            )
-        finally:
-            os.close(cg_fd)
-        _check(L.bpf_obj_pin(link, str(pin / "sockops_link").encode()), "pin sock_ops link")
-        os.close(link)
+        attach_sockops(obj, "tcpctl_sockops", cgroup, pin / "sockops_link")
         # The libbpf object (and its fds) stays open for the life of this process: closing it
         # would only drop fds, the pins and the registration keep everything alive.
     finally:
         obj_path.unlink(missing_ok=True)
     vegas_cc = register_vegas(run_id, pin) if vegas else None
     return Loaded(run_id, pin, cc, vegas_cc)
+
+
+def attach_sockops(obj: int, prog_name: str, cgroup: Path | None, link_pin: Path) -> None:
+    """Attach the loaded object's sock_ops program ``prog_name`` to ``cgroup`` (default: the
+    cgroup v2 root) with a BPF link, pinned at ``link_pin`` (unpinning it detaches)."""
+    L = lib()
+    prog = _ptr(L.bpf_object__find_program_by_name(obj, prog_name.encode()), f"prog {prog_name}")
+    cg = cgroup or cgroup2_root()
+    cg_fd = os.open(cg, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        link = _check(
+            L.bpf_link_create(L.bpf_program__fd(prog), cg_fd, BPF_CGROUP_SOCK_OPS, None),
+            f"attach {prog_name} to {cg}",
+        )
+    finally:
+        os.close(cg_fd)
+    _check(L.bpf_obj_pin(link, str(link_pin).encode()), f"pin {link_pin.name}")
+    os.close(link)
 
 
 def register_vegas(run_id: str, pin: Path) -> str:

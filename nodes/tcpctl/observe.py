@@ -111,9 +111,11 @@ _REQ = struct.Struct("=BBBxI HH16s16sI8s")  # inet_diag_req_v2 (ports are big-en
 _MSG = struct.Struct("=BBBB HH16s16sI8s IIIII")  # inet_diag_msg
 _ATTR = struct.Struct("=HH")
 # struct tcp_info (include/uapi/linux/tcp.h): offsets of the fields we keep
-_TI_U8 = {"ca_state": 1, "retransmits": 2, "probes": 3, "backoff": 4}
+_TI_U8 = {"ca_state": 1, "retransmits": 2, "probes": 3, "backoff": 4, "options": 5, "wscale": 6}
 _TI_U32 = {
     "rto": 8,
+    "snd_mss": 16,
+    "rcv_mss": 20,
     "unacked": 24,
     "sacked": 28,
     "lost": 32,
@@ -252,6 +254,11 @@ def _parse_diag(
                 unacked=u32["unacked"],
                 ca_state=u8["ca_state"],
                 snd_wnd=u32.get("snd_wnd"),
+                options=u8["options"],  # TCPI_OPT_* bits: what the handshake negotiated
+                snd_wscale=u8["wscale"] & 0x0F,
+                rcv_wscale=u8["wscale"] >> 4,
+                snd_mss=u32["snd_mss"],
+                rcv_mss=u32["rcv_mss"],
             )
             for k, o in _TI_U64.items():
                 if o + 8 <= len(data):

@@ -41,12 +41,13 @@ def chain_scenario(
     flows: list[dict[str, Any]],
     routing: dict[str, Any],
     *,
-    sysctls: dict[str, int] | None = None,
+    tcp: dict[str, Any] | None = None,
     tcpctl: bool | None = None,
     udp: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Write ``<path>/<name>.json``: 4 static stations 200 m apart on a line (a 3-hop chain with
-    ns2-wavelan's 250 m range), Reno, the given flows, ``routing`` section and extra sysctls.
+    ns2-wavelan's 250 m range), Reno, the given flows, ``routing`` section and ``tcp`` knobs
+    (topologies/tcp_profiles.py, on the legacy profile).
     ``tcpctl`` None writes no ``tcpctl`` section (the extension tests: an extension in
     ``routing.extensions`` turns the endpoint agent on). ``udp``: cross traffic flows."""
     data: dict[str, Any] = {
@@ -58,7 +59,7 @@ def chain_scenario(
         "mobility": {"model": "static"},
         "traffic": {"tcp": flows, "udp": udp or []},
         "routing": routing,
-        "tcp": {"cc": "reno", "extra_sysctls": sysctls or {}},
+        "tcp": {"cc": "reno", **(tcp or {})},
     }
     if tcpctl is not None:
         data["tcpctl"] = {"enabled": tcpctl}
@@ -75,13 +76,13 @@ def chain_testbed(
     routing: dict[str, Any],
     *,
     experiment: str,
-    sysctls: dict[str, int] | None = None,
+    tcp: dict[str, Any] | None = None,
     tcpctl: bool | None = None,
 ) -> tbrun.Testbed:
     """A ``Testbed`` of :func:`chain_scenario` with the routers run in-process
     (``nodes.router.main:run``), its results under ``RESULTS/<experiment>/``."""
     return tbrun.Testbed(
-        chain_scenario(tmp, name, duration_s, flows, routing, sysctls=sysctls, tcpctl=tcpctl),
+        chain_scenario(tmp, name, duration_s, flows, routing, tcp=tcp, tcpctl=tcpctl),
         experiment=experiment,
         out_root=RESULTS,
         router_target="nodes.router.main:run",

@@ -57,7 +57,7 @@ class Run(StackRun):
         protocol: str,
         ext: str,
         duration_s: float,
-        sysctls: dict[str, int] | None = None,
+        tcp: dict[str, Any] | None = None,
         ext_params: dict[str, Any] | None = None,
     ) -> None:
         routing: dict[str, Any] = {"protocol": protocol, "extensions": [ext]}
@@ -65,7 +65,7 @@ class Run(StackRun):
             routing["extension_params"] = {ext: ext_params}
         super().__init__(
             chain_testbed(
-                tmp, name, duration_s, [FLOW], routing, experiment="extensions-netns", sysctls=sysctls
+                tmp, name, duration_s, [FLOW], routing, experiment="extensions-netns", tcp=tcp
             ),
             "extensions_test.json",
         )
@@ -126,7 +126,7 @@ def test_rto_policy_extension(tmp_path: Path, ext: str) -> None:
         "static",
         ext,
         T_BACK + 12,  # ABRA's growing RTO can put the recovering retransmission ~8 s after T_BACK
-        sysctls={"net.ipv4.tcp_rto_min_us": 1_000_000},
+        tcp={"rto_min_ms": 1000},
         # max_srtt 1.5 s rather than the paper's 0.6 s: with this chain's queue-inflated srtt
         # (0.3-0.55 s) the factor stays well apart from the plain doubling it must not be
         ext_params=ABRA_PARAMS if ext == "abra" else None,
@@ -177,8 +177,8 @@ def test_elfn_over_dsr_link_breaks_mid_flow(tmp_path: Path) -> None:
     # RTO without sending and nothing is outstanding (tcp_slow_start_after_idle): after a thaw
     # whose ACK covers everything that undoes restore=old. ns-2's TCP, the papers', has no such
     # restart.
-    no_idle_restart = {"net.ipv4.tcp_slow_start_after_idle": 0}
-    with Run(tmp_path, "elfn-dsr", "dsr", "elfn", t_back_s + 10, sysctls=no_idle_restart) as r:
+    no_idle_restart = {"slow_start_after_idle": False}
+    with Run(tmp_path, "elfn-dsr", "dsr", "elfn", t_back_s + 10, tcp=no_idle_restart) as r:
         r.at(T_FLOW + 1.5)
         conn = r.data_conn()
         r.at(T_OUT)

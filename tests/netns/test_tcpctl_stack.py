@@ -55,7 +55,7 @@ class Run(StackRun):
         flows: list[dict[str, Any]],
         *,
         tcpctl: bool = True,
-        sysctls: dict[str, int] | None = None,
+        tcp: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         super().__init__(
@@ -66,7 +66,7 @@ class Run(StackRun):
                 flows,
                 {"protocol": "static", "routes": "auto"},
                 experiment="tcpctl-stack",
-                sysctls=sysctls,
+                tcp=tcp,
                 tcpctl=tcpctl,
             ),
             "tcpctl_test.json",
@@ -206,8 +206,8 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
     # RTO without sending and nothing is outstanding (tcp_slow_start_after_idle): after a thaw
     # whose ACK covers everything (seen under a CPU hog: 28 restored, 10 at the next ACK) that
     # undoes restore=old. ns-2's TCP, the papers', has no such restart.
-    no_idle_restart = {"net.ipv4.tcp_slow_start_after_idle": 0}
-    with Run(tmp_path, f"elfn_{restore}", T_BACK + 6, [FLOW], sysctls=no_idle_restart) as r:
+    no_idle_restart = {"slow_start_after_idle": False}
+    with Run(tmp_path, f"elfn_{restore}", T_BACK + 6, [FLOW], tcp=no_idle_restart) as r:
         r.at(T_FLOW + 2)
         conn = r.data_conn()
         r.agent().call("trace", conn=conn)
