@@ -54,6 +54,9 @@ METRICS: Final[dict[str, str]] = {
     "samples (Cohen & Levin Fig. 7(b)), s; needs the BPF side (tcpctl), else empty",
     "rts_one_attempt_pct": "unicast frames sent with RTS/CTS that needed one RTS attempt, % (Klemm 2004 "
     "Fig. 13; the medium's counters, all stations)",
+    "tcp_max_rto_ms": "the largest RTO the kernel set on a TCP flow's data connection (its tcp_info "
+    "samples, flows[].tcp.max_rto_ms), ms: shows an estimator inflated by RTT samples that span a "
+    "recovery (ATCP's or an agent's own copies); empty without samples",
     "tcp_cc_faults": "episodes in which the sampled TCP state was out of range (ssthresh above "
     "0x7fffffff or cwnd above 2^20: a BPF congestion control fault the repair did "
     "not catch first; docs/tcpctl.md): a run with any is not counted",
@@ -150,6 +153,10 @@ def run_metrics(
         "false_link_failure_pct": _num(summary.get("false_link_failure_pct")),
         "srtt_norm_var_s": _srtt_norm_var(flows),
         "rts_one_attempt_pct": _num(summary.get("rts_one_attempt_pct")),
+        "tcp_max_rto_ms": max(
+            (v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("max_rto_ms")))),
+            default=math.nan,
+        ),
         "tcp_cc_faults": _num(summary.get("tcp_cc_faults")),
         "tcp_cc_repairs": _num(summary.get("tcp_cc_repairs")),
     }

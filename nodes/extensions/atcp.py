@@ -56,7 +56,7 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 from nodes.core.clock import NS_PER_S, NS_PER_US
 from nodes.core.events import Action, CancelTimer, SetTimer
@@ -75,6 +75,10 @@ from nodes.tcpctl.agent import (
     TcpUnreachable,
 )
 from nodes.tcpctl.api import TcpControl
+
+#: The readings of what ATCP resends in loss (``AtcpParams.loss_resend``).
+LossResend = Literal["first", "window"]
+LOSS_RESEND: tuple[str, ...] = get_args(LossResend)
 
 
 class AtcpState(IntEnum):
@@ -120,10 +124,20 @@ class AtcpParams:
     restore_cwnd: bool = True
     """Set the kernel's cwnd/ssthresh back to their values at the entry into loss when ATCP
     leaves it (section IV, ``asnd_cwnd``)."""
+    loss_resend: LossResend = "first"
+    """What ATCP sends in loss, at its entry and at each expiry of its own timer (docs/fidelity.md
+    "ATCP loss retransmission" argues the default): ``first``, the first unacknowledged segment
+    (the paper names one segment each time it says which: "the offending segment", "retransmits
+    the unacknowledged packet", "the packet whose retransmit timer was about to expire");
+    ``window``, every unacknowledged segment the agent holds a copy of, from snd_una (section
+    III-C: "ATCP transmits the unacknowledged segments from TCP's send buffer", as FreeBSD's
+    tcp_output() resends from snd_una what the window allows)."""
 
     def __post_init__(self) -> None:
         if self.tcp_rexmtthresh < 1:
             raise ValueError("tcp_rexmtthresh must be >= 1")
+        if self.loss_resend not in LOSS_RESEND:
+            raise ValueError(f"loss_resend must be one of {', '.join(LOSS_RESEND)}, not {self.loss_resend!r}")
         if min(self.rto_default, self.loss_rexmt_max) <= 0 or min(self.imminent_lead, self.rto_min) < 0:
             raise ValueError("rto_default, loss_rexmt_max must be > 0 and imminent_lead, rto_min >= 0 (s)")
 
@@ -324,18 +338,24 @@ class Atcp:
         return acts + self._retransmit(conn, now_ns)
 
     def _retransmit(self, conn: ConnId, now_ns: int) -> list[Action]:
+        """Resend in loss (``loss_resend``: the first unacknowledged segment, or all of them),
+        with a fresh TSval as TCP's own retransmission would carry (else PAWS may refuse it),
+        and re-arm ATCP's own timer. No RTT sample from a segment ATCP resent (Karn)."""
         a = self.api.agent.conns.get(conn)
         acts: list[Action] = []
         c = self.conns[conn]
         if a is not None and a.snd_una is not None:
-            # a fresh TSval, as TCP's own retransmission would carry (else PAWS may refuse it)
-            acts = self.api.retransmit(conn, a.snd_una, now_ns, fresh_ts=True)
-            if acts:
+            if self.p.loss_resend == "window":
+                acts = self.api.retransmit_unacked(conn, now_ns)
+            else:
+                acts = self.api.retransmit(conn, a.snd_una, now_ns, fresh_ts=True)
+            for _ in acts:
                 self._count("rexmt")
-                for e, (t, _) in c.sent.items():
-                    if P.seq_lt(a.snd_una, e):
-                        c.sent[e] = (t, True)  # the segment at snd_una: no RTT sample from it
-                        break
+            for e, (t, _) in c.sent.items() if acts else ():
+                if P.seq_lt(a.snd_una, e):
+                    c.sent[e] = (t, True)
+                    if self.p.loss_resend == "first":
+                        break  # only the segment at snd_una went out again
         acts.append(SetTimer(self._loss_key(conn), now_ns + c.loss_rto))
         return acts
 

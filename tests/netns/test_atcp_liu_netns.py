@@ -9,7 +9,9 @@ sta1. Now (7 s for the file), per loss episode, ATCP resends the first unacknowl
 (and again at its own RTO timer), so a small file arrives whole, sta1 sends little more than
 the file plus the random losses, and every ATCP retransmission is accounted for by a loss entry
 or a timer expiry, and the kernel never enters fast recovery (nstat TcpExtTCPRenoRecovery).
-Coarse bounds; the numbers go to the test's summary (``results`` under tmp_path).
+Coarse bounds; the numbers go to the test's summary (``results`` under tmp_path). The other
+reading of the loss state (``loss_resend: window``, every unacknowledged segment at each entry
+and expiry) delivers the file too, but sends it several times over and overflows sta1's queue.
 """
 
 from __future__ import annotations
@@ -31,9 +33,14 @@ SEGMENTS = -(-TRANSFER_BYTES // PAYLOAD)
 
 
 @pytest.mark.netns
-def test_atcp_delivers_a_file_over_the_liu_chain(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loss_resend", ["first", "window"])
+def test_atcp_delivers_a_file_over_the_liu_chain(tmp_path: Path, loss_resend: str) -> None:
+    """Both readings of the loss state (``loss_resend``): the file arrives, the kernel never
+    enters fast recovery; ``first`` resends one segment per loss entry or timer expiry, ``window``
+    every unacknowledged one."""
     overrides = {
         "routing.extensions": ["atcp"],
+        "routing.extension_params": {"atcp": {"loss_resend": loss_resend}},
         "duration_s": 30,
         "traffic.tcp[0].duration_s": 28,
         "traffic.tcp[0].transfer_bytes": TRANSFER_BYTES,
@@ -48,14 +55,21 @@ def test_atcp_delivers_a_file_over_the_liu_chain(tmp_path: Path) -> None:
     atcp = sta1["extra"]
     info = {"bytes": flow["bytes_received"], "originated": sta1["data_originated"], "sta1": sta1}
     assert flow["bytes_received"] >= TRANSFER_BYTES and not flow["interrupted"], info
-    # sta1 sends the file, the losses and the few kernel retransmissions: nothing like 5x
-    assert sta1["data_originated"] <= 1.5 * SEGMENTS + 20, info
-    assert sta1["drops"].get("ifq_full", 0) == 0, info
     # ATCP acted (BER 1e-5 loses ~5% of the segments over 4 hops) ...
     entries = atcp.get("atcp_loss_dupack", 0) + atcp.get("atcp_loss_rto", 0)
     assert entries >= 1, info
-    # ... one segment per loss entry and per expiry of its own timer, not a window
-    assert atcp.get("atcp_rexmt", 0) <= entries + atcp.get("atcp_rexmt_timer", 0), info
+    resends = entries + atcp.get("atcp_rexmt_timer", 0)
+    if loss_resend == "first":
+        # sta1 sends the file, the losses and the few kernel retransmissions: nothing like 5x
+        assert sta1["data_originated"] <= 1.5 * SEGMENTS + 20, info
+        assert sta1["drops"].get("ifq_full", 0) == 0, info
+        # ... one segment per loss entry and per expiry of its own timer, not a window
+        assert atcp.get("atcp_rexmt", 0) <= resends, info
+    else:
+        # ... the unacknowledged window at each: many times the file leaves sta1 (2026-12-02,
+        # seed 1: 1023 segments for a file of 137, 318 dropped by sta1's 50-packet queue)
+        assert atcp.get("atcp_rexmt", 0) > resends, info
+        assert sta1["data_originated"] > 1.5 * SEGMENTS + 20, info
     # TCP "does not invoke congestion control" (section III): the kernel never counted three
     # dupACKs (Reno fast recovery; issue 12: 16 times in a 1 MB run before the agent counted
     # dupACKs as Linux does)

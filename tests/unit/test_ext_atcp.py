@@ -15,7 +15,7 @@ import pytest
 
 from nodes.core import NS_PER_MS, NS_PER_S
 from nodes.core.events import CancelTimer, Drop, SetTimer, ToKernel, ToNetwork
-from nodes.core.protocol import NodeContext
+from nodes.core.protocol import NodeContext, ParamError
 from nodes.extensions import attach_extensions
 from nodes.extensions.atcp import TRANSITIONS, Atcp, AtcpParams, AtcpState, IllegalTransition
 from nodes.protocols.static import StaticRouting
@@ -384,3 +384,31 @@ def test_illegal_transition_is_rejected() -> None:
     r.unreachable()
     with pytest.raises(IllegalTransition, match="DISCONNECTED -> LOSS"):
         r.atcp._set(CID, S.LOSS, r.now, "test")
+
+
+def test_loss_resend_window_resends_every_unacknowledged_segment() -> None:
+    """The other reading of the loss state ("ATCP transmits the unacknowledged segments from
+    TCP's send buffer"): at the entry and at each expiry of ATCP's timer every unacknowledged
+    segment goes out again, in order; none of them gives ATCP an RTT sample (Karn)."""
+    r = Rig(loss_resend="window")
+    r.inbound(ack(1))
+    r.dupacks(2)
+    acts = r.inbound(ack(1))
+    assert r.state == S.LOSS
+    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(i) for i in range(1, 5)]
+    assert r.atcp.counters["rexmt"] == 4
+    assert all(retx for _, retx in r.atcp.conns[CID].sent.values())
+    # no ACK: ATCP's timer resends them all again, and doubles
+    t = r.now + OWN_RTO
+    acts = r.agent.on_timer(LOSS_KEY, t)
+    assert [a.packet for a in acts if isinstance(a, ToNetwork)] == [data(i) for i in range(1, 5)]
+    assert SetTimer(LOSS_KEY, t + 2 * OWN_RTO) in acts
+    assert r.atcp.counters["rexmt"] == 8 and r.atcp.counters["rexmt_timer"] == 1
+    srtt = r.atcp.conns[CID].srtt
+    r.inbound(ack(5))
+    assert r.atcp.state_of(CID) == S.NORMAL and r.atcp.conns[CID].srtt == srtt
+
+
+def test_loss_resend_is_checked() -> None:
+    with pytest.raises(ParamError, match="loss_resend must be one of first, window"):
+        Rig(loss_resend="all")

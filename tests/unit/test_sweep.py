@@ -506,6 +506,17 @@ def test_run_metrics_counts_timeouts_once_per_source_and_handles_missing_values(
     assert m["flows_failed"] == 1.0  # the flow without throughput, not the error string
     assert m["transfer_time_s"] == pytest.approx(1000 * 8 / 100.0)
     assert len(flows) == 3
+    assert math.isnan(m["tcp_max_rto_ms"])  # no tcp_info samples
+
+
+def test_run_metrics_takes_the_largest_kernel_rto_over_the_flows() -> None:
+    flows = [
+        {"throughput_bps": 1.0, "tcp": {"max_rto_ms": 1200.0}},
+        {"throughput_bps": 1.0, "tcp": {"max_rto_ms": 35000.0}},
+        {"throughput_bps": 1.0},
+    ]
+    m, _ = agg.run_metrics({"flows": flows})
+    assert m["tcp_max_rto_ms"] == 35000.0
 
 
 # ---------------------------------------------------------------------------- command line
