@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from experiments.rows import RunRecord
 from experiments.spec import Point, Sweep, Until, label
-from experiments.stats import Change, Verdict, decide, paired_change
+from experiments.stats import Change, SequentialDesign, Verdict, decide, paired_change
 
 BlockKey = tuple[tuple[str, str], ...]
 
@@ -134,8 +134,14 @@ class Plan:
                 if rt is not None and rb is not None:
                     t_vals.append(rt.metric(until.metric))
                     b_vals.append(rb.metric(until.metric))
-            change = paired_change([(t_vals, b_vals)], until.confidence)
-            verdict = decide(change, until.half_width_pct, self.seq.min, self.seq.max)
+            if self.seq.design == "group-sequential":
+                design = SequentialDesign.planned(
+                    self.seq.min, self.seq.max, self.seq.step, 1.0 - until.confidence
+                )
+                change, verdict = design.decide(t_vals, b_vals, until.half_width_pct)
+            else:
+                change = paired_change([(t_vals, b_vals)], until.confidence)
+                verdict = decide(change, until.half_width_pct, self.seq.min, self.seq.max)
             blk.comparisons[lab] = Comparison(blk.key, lab, base, until.metric, change, verdict)
 
     # ---------------------------------------------------------------------------------- points out

@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import yaml
 from pydantic import (
@@ -93,6 +93,11 @@ class SequentialSeeds(BaseModel):
     max: StrictInt
     step: StrictInt = 1
     until: Until
+    #: ``repeated``: the interval at ``until.confidence`` after every seed (the earlier sweeps'
+    #: rule: about 15 % false effects under the null, docs/experiments.md); ``group-sequential``:
+    #: looks at min, min + step, ..., max with O'Brien-Fleming-type alpha spending
+    #: (``experiments.stats.SequentialDesign``: at most 5 % false effects).
+    design: Literal["repeated", "group-sequential"] = "repeated"
 
 
 #: The longest sequential sweep a file may ask for, per block (a bound, not a plan).

@@ -121,9 +121,12 @@ def _record(point_id: str, seed: int, value: float) -> RunRecord:
     )
 
 
-def _simulate(effect: float, replicate: int) -> tuple[Verdict, int]:
+def _simulate(effect: float, replicate: int, design: str = "repeated") -> tuple[Verdict, int]:
     """One sequential sweep of one block fed straight into the plan (no files)."""
-    sweep = parse_sweep(SEQ_YAML.replace("[4, 8]", "[4]"), "seq.yaml")
+    text = SEQ_YAML.replace("[4, 8]", "[4]")
+    if design != "repeated":
+        text = text.replace("min: 4, max: 30,", f"min: 4, max: 30, step: 2, design: {design},")
+    sweep = parse_sweep(text, "seq.yaml")
     plan = Plan(sweep, expand(sweep))
     rng = random.Random(replicate)
     while (p := plan.next_point(set())) is not None:
@@ -145,6 +148,16 @@ def test_sequential_rule_over_many_sweeps() -> None:
     false_effects = sum(v in (Verdict.HIGHER, Verdict.LOWER) for v, _ in null)
     assert false_effects <= 4
     assert all(n == 30 for v, n in null if v is Verdict.INCONCLUSIVE)
+
+
+def test_group_sequential_plan_decides_only_at_its_looks() -> None:
+    """With ``design: group-sequential`` the plan judges at 4, 6, ..., 30 paired seeds only:
+    a +15 % effect (5 % noise) stops at a look, a null runs to the last look."""
+    found = [_simulate(0.15, r, "group-sequential") for r in range(6)]
+    assert all(v is Verdict.HIGHER for v, _ in found)
+    assert all(n in range(4, 31, 2) for _, n in found)
+    v, n = _simulate(0.0, 0, "group-sequential")
+    assert (v, n) == (Verdict.INCONCLUSIVE, 30)
 
 
 def test_paired_change_sees_through_the_seed_spread_and_covers() -> None:
