@@ -124,6 +124,12 @@ class AtcpParams:
     restore_cwnd: bool = True
     """Set the kernel's cwnd/ssthresh back to their values at the entry into loss when ATCP
     leaves it (section IV, ``asnd_cwnd``)."""
+    restore_rto: bool = False
+    """With ``restore_cwnd``, also keep TCP's RTO at its value at the entry into loss (a cap until
+    the kernel's estimator is back under it: the ``old`` restore, as ELFN's thaw): the ACK that
+    ends the loss state covers segments the kernel sent once, before ATCP resent them, and Linux
+    takes an RTT sample from it that spans the whole recovery (RTO up to its 64 s ceiling on the
+    Liu testbed), where the paper's ATCP "stop[s] the RTT timer" (``atcp_timers()``)."""
     loss_resend: LossResend = "first"
     """What ATCP sends in loss, at its entry and at each expiry of its own timer (docs/fidelity.md
     "ATCP loss retransmission" argues the default): ``first``, the first unacknowledged segment
@@ -366,7 +372,7 @@ class Atcp:
         self._set(conn, AtcpState.NORMAL, now_ns, cause)
         self._count("loss_exits")
         if self.p.restore_cwnd:
-            self.api.restore(conn)
+            self.api.restore(conn, keep_rto=self.p.restore_rto)
         return [CancelTimer(self._loss_key(conn))]
 
     def _answers_probe(self, conn: ConnId) -> bool:

@@ -112,9 +112,11 @@ class TcpControl:
         """Save the kernel's cwnd and ssthresh (executed at the next ACK the kernel processes)."""
         self.agent.kernel.snapshot(conn)
 
-    def restore(self, conn: ConnId) -> None:
-        """Set cwnd and ssthresh back to the last snapshot (at the next ACK the kernel processes)."""
-        self.agent.kernel.restore(conn, "cwnd")
+    def restore(self, conn: ConnId, keep_rto: bool = False) -> None:
+        """Set cwnd and ssthresh back to the last snapshot (at the next ACK the kernel processes);
+        ``keep_rto`` also caps the RTO at the snapshot's until the kernel's estimator agrees (the
+        ``old`` restore), so an RTT sample spanning the time since the snapshot does not inflate it."""
+        self.agent.kernel.restore(conn, "old" if keep_rto else "cwnd")
 
     def add_dupacks(self, conn: ConnId, n: int) -> list[Action]:
         return self.agent.add_dupacks(conn, n)

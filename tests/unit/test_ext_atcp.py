@@ -250,15 +250,17 @@ def test_reordered_old_ack_tcp_never_counts_three() -> None:
     assert st["old_acks"] == 1 and st["kernel_dupthresh"] == 0 and st["dupacks_withheld"] == 1
 
 
-def test_cwnd_saved_at_entry_restored_at_exit() -> None:
+@pytest.mark.parametrize(("restore_rto", "mode"), [(False, "cwnd"), (True, "old")])
+def test_cwnd_saved_at_entry_restored_at_exit(restore_rto: bool, mode: str) -> None:
     """Section IV: asnd_cwnd; TCP's cwnd set back to it when ATCP takes TCP out of persist. The
-    snapshot runs at the zero-window ACK that puts the kernel in persist (the same call)."""
-    r = Rig()
+    snapshot runs at the zero-window ACK that puts the kernel in persist (the same call). With
+    ``restore_rto`` the exit is the ``old`` restore: the RTO at the entry is kept as a cap."""
+    r = Rig(restore_rto=restore_rto)
     to_loss(r)
     i = r.kern.calls.index(("snapshot", CID))
-    assert ("restore", CID, "cwnd") not in r.kern.calls
+    assert not [c for c in r.kern.calls if c[0] == "restore"]
     r.inbound(ack(4))
-    assert r.kern.calls[i + 1 :] == [("restore", CID, "cwnd")]
+    assert r.kern.calls[i + 1 :] == [("restore", CID, mode)]
     assert r.atcp.counters["loss_exits"] == 1
 
 
