@@ -54,6 +54,9 @@ METRICS: Final[dict[str, str]] = {
     "samples (Cohen & Levin Fig. 7(b)), s; needs the BPF side (tcpctl), else empty",
     "rts_one_attempt_pct": "unicast frames sent with RTS/CTS that needed one RTS attempt, % (Klemm 2004 "
     "Fig. 13; the medium's counters, all stations)",
+    "tcp_aborts_total": "connections the TCP flows' source stations gave up on after their "
+    "retransmissions timed out (nstat TcpExtTCPAbortOnTimeout): a flow that ended early; empty "
+    "before it was recorded",
     "tcp_max_rto_ms": "the largest RTO the kernel set on a TCP flow's data connection (its tcp_info "
     "samples, flows[].tcp.max_rto_ms), ms: shows an estimator inflated by RTT samples that span a "
     "recovery (ATCP's or an agent's own copies); empty without samples",
@@ -153,6 +156,7 @@ def run_metrics(
         "false_link_failure_pct": _num(summary.get("false_link_failure_pct")),
         "srtt_norm_var_s": _srtt_norm_var(flows),
         "rts_one_attempt_pct": _num(summary.get("rts_one_attempt_pct")),
+        "tcp_aborts_total": _sum_by_source(flows, "tcp_aborts"),
         "tcp_max_rto_ms": max(
             (v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("max_rto_ms")))),
             default=math.nan,
@@ -161,6 +165,13 @@ def run_metrics(
         "tcp_cc_repairs": _num(summary.get("tcp_cc_repairs")),
     }
     return metrics, per_flow
+
+
+def _sum_by_source(flows: list[dict[str, Any]], key: str) -> float:
+    """A per-station count that every flow of a source station repeats, summed once per source
+    (NaN when no flow has it)."""
+    by_src = {f.get("src"): _num(f.get(key)) for f in flows if not math.isnan(_num(f.get(key)))}
+    return math.fsum(by_src.values()) if by_src else math.nan
 
 
 def _srtt_norm_var(flows: list[dict[str, Any]]) -> float:

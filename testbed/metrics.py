@@ -134,9 +134,16 @@ class RunMetrics:
         }
         if any(isinstance(k, str) for k in nodes):
             res.summary["hosts"] = {k: {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, str)}
+        aborts = {
+            k: after[k].get("TcpExtTCPAbortOnTimeout", 0) - before[k].get("TcpExtTCPAbortOnTimeout", 0)
+            for k in after
+            if after.get(k) and before.get(k)
+        }
         for fl, fs in zip(flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
                 fs["tcp_timeouts"] = timeouts.get(fl.src)
+                # connections the sender's kernel gave up on (retransmissions timed out)
+                fs["tcp_aborts"] = aborts.get(fl.src)
 
     # ------------------------------------------------------------------ per-connection time series
     def start_observer(

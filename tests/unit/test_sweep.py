@@ -507,6 +507,17 @@ def test_run_metrics_counts_timeouts_once_per_source_and_handles_missing_values(
     assert m["transfer_time_s"] == pytest.approx(1000 * 8 / 100.0)
     assert len(flows) == 3
     assert math.isnan(m["tcp_max_rto_ms"])  # no tcp_info samples
+    assert math.isnan(m["tcp_aborts_total"])  # not recorded
+
+
+def test_run_metrics_counts_aborts_once_per_source_station() -> None:
+    flows = [
+        {"src": 1, "throughput_bps": 1.0, "tcp_aborts": 1},
+        {"src": 1, "throughput_bps": 1.0, "tcp_aborts": 1},
+        {"src": 2, "throughput_bps": 1.0, "tcp_aborts": 0},
+    ]
+    m, _ = agg.run_metrics({"flows": flows})
+    assert m["tcp_aborts_total"] == 1.0
 
 
 def test_run_metrics_takes_the_largest_kernel_rto_over_the_flows() -> None:

@@ -37,6 +37,8 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 #define DEFAULT_RTO_MAX_MS 120000 /* TCP_RTO_MAX */
 #define ELFN_DEFAULT_RTO_MS 6000  /* Yu 2004 s3.1: "default values (RTO 6 s, cwnd 2)" */
 #define RTO_MAX_FLOOR_MS 1000     /* the kernel's floor for TCP_RTO_MAX_MS */
+#define TCP_RTO_MIN_MS 200        /* TCP_RTO_MIN: the base of tcp_model_timeout() */
+#define TCP_USER_TIMEOUT 18       /* include/uapi/linux/tcp.h */
 /* Longest the thaw's restore=old RTO cap lasts, in round trips of the srtt at the freeze. Linux's
  * rttvar_us falls by 1/4 of its excess per round trip (tcp_rtt_estimator), so a spike of 10x the
  * old RTO is gone in ln 10 / ln(4/3) = 8 round trips; this is twice that. Ours, not the paper's:
@@ -111,6 +113,45 @@ static __always_inline void set_rto_max(struct bpf_sock_ops *skops, struct tcpct
 		st->rto_max_ms = v;
 }
 
+/* Linux's give-up time of an established connection in this namespace, ms: tcp_model_timeout()
+ * with TCP_RTO_MIN as the base, the namespace's tcp_retries2 and tcp_rto_max_ms (not the
+ * socket's rto_max, which a policy lowers: since Linux 6.15 retransmits_timed_out() models the
+ * budget with tcp_rto_max(sk), so a 1 s cap gave up after about 14 s instead of about 925 s). */
+static __always_inline __u32 baseline_give_up_ms(struct tcp_sock *tp)
+{
+	struct net *net = tp->inet_conn.icsk_inet.sk.__sk_common.skc_net.net;
+	__u32 boundary = BPF_CORE_READ(net, ipv4.sysctl_tcp_retries2);
+	__u32 rto_max = BPF_CORE_READ(net, ipv4.sysctl_tcp_rto_max_ms);
+	__u32 base = TCP_RTO_MIN_MS, q, thresh = 0;
+	int k;
+
+	if (!rto_max)
+		rto_max = DEFAULT_RTO_MAX_MS;
+	q = rto_max / base;
+	for (k = 0; k < 31; k++) { /* ilog2 */
+		if (q <= 1)
+			break;
+		q >>= 1;
+		thresh++;
+	}
+	if (boundary <= thresh)
+		return ((2u << boundary) - 1) * base;
+	return ((2u << thresh) - 1) * base + (boundary - thresh) * rto_max;
+}
+
+/* A policy that caps the RTO keeps the baseline's give-up time (TCP_USER_TIMEOUT replaces the
+ * modelled budget in retransmits_timed_out()). */
+static __always_inline void keep_give_up(struct bpf_sock_ops *skops, struct tcp_sock *tp,
+					 struct tcpctl_st *st)
+{
+	int ms = baseline_give_up_ms(tp);
+
+	if (tp->inet_conn.icsk_user_timeout == (__u32)ms)
+		return;
+	if (bpf_setsockopt(skops, SOL_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)))
+		st->setsockopt_err++;
+}
+
 static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *tp,
 				   struct tcpctl_st *st, const struct tcpctl_ctl *ctl)
 {
@@ -157,8 +198,10 @@ static __always_inline void on_rto(struct bpf_sock_ops *skops, struct tcp_sock *
 			f1000 = 2000;
 		next_us = (__u32)(((__u64)rto_us * f1000) / 1000);
 	}
-	if (next_us)
+	if (next_us) {
 		set_rto_max(skops, st, (next_us + 999) / 1000);
+		keep_give_up(skops, tp, st);
+	}
 	st->rto_ts_ns[i & (TCPCTL_RTO_LOG - 1)] = bpf_ktime_get_ns();
 	st->rto_log_us[i & (TCPCTL_RTO_LOG - 1)] = rto_us;
 	st->rto_next_us[i & (TCPCTL_RTO_LOG - 1)] = next_us;
