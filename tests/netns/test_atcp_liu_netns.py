@@ -34,7 +34,8 @@ SEGMENTS = -(-TRANSFER_BYTES // PAYLOAD)
 
 @pytest.mark.netns
 @pytest.mark.parametrize(
-    ("loss_resend", "restore_rto"), [("first", False), ("window", False), ("first", True)]
+    ("loss_resend", "restore_rto"),
+    [("first", False), pytest.param("window", False, marks=pytest.mark.slow), ("first", True)],
 )
 def test_atcp_delivers_a_file_over_the_liu_chain(tmp_path: Path, loss_resend: str, restore_rto: bool) -> None:
     """Both readings of the loss state (``loss_resend``): the file arrives, the kernel never
