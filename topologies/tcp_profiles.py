@@ -242,7 +242,7 @@ NS2_2_1B8A: Final = TcpProfile(
 
 NS2_2_29: Final = TcpProfile(
     "ns2-2.29",
-    "ns-2.29's Agent/TCP (Ghanem 2008; Cohen & Levin): as 2.1b8a but an RTO floor of 0.2 s "
+    "ns-2.29's Agent/TCP (Ghanem 2008): as 2.1b8a but an RTO floor of 0.2 s "
     "(applied before the backoff, rfc2988_) and a 10 ms timer tick",
     replace(_NS2_COMMON, rto_min_ms=200),
     {
