@@ -144,6 +144,23 @@ def test_fixed_rto_checks_every_kernel_expiration() -> None:
     assert ext.counters["mismatches"] == 0
 
 
+def test_fixed_rto_below_one_second_counts_what_the_kernel_applies() -> None:
+    """Below 1 s the kernel floors the cap at 1 s (TCP_RTO_MAX_MS): after a 0.4 s expiration the
+    paper's Fixed RTO keeps 0.4 s, the kernel doubles to 0.8 s, and the check says so."""
+    kern = FakeKernel()
+    ctx, agent = station(kern)
+    (ext,) = attach_extensions(ctx, proto(ctx), ["fixed_rto"])
+    agent.on_outbound(syn(OUT), 0)
+    kern.states[OUT] = bpf_state([200_000, 400_000, 800_000], [0, 400_000, 800_000])
+    agent.on_timer(PollTimer(), NS_PER_S)
+    assert [(e["applied_us"], e["expected_us"], e["ok"]) for e in ext.events[OUT]] == [
+        (400_000, None, True),
+        (800_000, 400_000, False),
+        (1_000_000, 800_000, False),
+    ]
+    assert ext.counters["mismatches"] == 2
+
+
 # ---------------------------------------------------------------------------------- registry
 
 
