@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 from scapy.all import IP, TCP, rdpcap
+from stack_run import skip_without_stack
 
-from nodes.tcpctl import tcpprof
 from testbed import run as tbrun
-from testbed.medium import MEDIUM_BIN
 
 pytestmark = [pytest.mark.netns]
 RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
@@ -40,10 +39,7 @@ TIMER_SLACK_S = 0.4
 
 @pytest.fixture(autouse=True)
 def _prereq() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    if not tcpprof.TCPPROF_OBJ.exists() or not MEDIUM_BIN.exists():
-        pytest.skip("BPF objects or the medium not built (make setup)")
+    skip_without_stack()
 
 
 @dataclass(frozen=True)
@@ -181,10 +177,12 @@ def test_profile_on_the_wire(tmp_path: Path, e: Expect) -> None:
     # (Linux merges segments that arrive while the receiving application holds the socket,
     # tcp_add_backlog(), and ACKs the merged one once: a few in a thousand)
     assert data_in > 100
+    # (measured over 15-20 runs per profile, 2026-12-02: every segment ACKed 0.989-1.0; Linux's
+    # delayed ACKs 0.62-0.66, freebsd-liu2001's 0.65-0.81, its quick ACKs after the partitions)
     if e.ack_every_segment:
         assert acks_out >= 0.97 * data_in, (acks_out, data_in)
     else:
-        assert acks_out < 0.8 * data_in, (acks_out, data_in)
+        assert acks_out < 0.9 * data_in, (acks_out, data_in)
 
     # the outage: RTOs repair it, a loss probe never does (unless the profile has TLP)
     nstat = json.loads((d / "nstat" / "after.json").read_text())["sta1"]
