@@ -99,7 +99,6 @@ def run_metrics(
     flows = [f for f in summary.get("flows") or [] if isinstance(f, dict) and f.get("proto", "tcp") == "tcp"]
     mss = _mss_by_flow(scenario)
     per_flow: list[dict[str, float]] = []
-    timeouts_by_src: dict[Any, float] = {}
     delivered_pkts = 0.0
     transfer = math.nan
     file_missing = False
@@ -111,8 +110,6 @@ def run_metrics(
         per_flow.append({"throughput_bps": thr, "tcp_timeouts": to, "retransmits": rtx})
         if math.isnan(thr):  # iperf3 may report an error at the end and still have measured
             failed += 1
-        if not math.isnan(to):
-            timeouts_by_src[f.get("src")] = to
         if not math.isnan(nbytes):
             delivered_pkts += nbytes / (mss[k] if k < len(mss) else 1460)
             if thr > 0 and "file_delivered" not in f:
@@ -133,7 +130,7 @@ def run_metrics(
         if n
         else math.nan
     )
-    to_total = math.fsum(timeouts_by_src.values()) if timeouts_by_src else math.nan
+    to_total = _sum_by_source(flows, "tcp_timeouts")  # a station's count, repeated by its flows
     rtx_vals = [x["retransmits"] for x in per_flow if not math.isnan(x["retransmits"])]
     routing = summary.get("routing_packets")
     if isinstance(routing, dict):  # per type or per station: the total

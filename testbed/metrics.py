@@ -124,21 +124,21 @@ class RunMetrics:
         before = self._nstat_before
         after = {k: nstat_snapshot(st, history) for k, st in nodes.items()}
         write_json(res.dir / "nstat" / "after.json", {node_label(k): v for k, v in after.items()})
-        timeouts = {
-            k: after[k].get("TcpExtTCPTimeouts", 0) - before[k].get("TcpExtTCPTimeouts", 0)
-            for k in after
-            if after.get(k) and before.get(k)
-        }
+
+        def delta(counter: str) -> dict[int | str, int]:
+            return {
+                k: after[k].get(counter, 0) - before[k].get(counter, 0)
+                for k in after
+                if after.get(k) and before.get(k)
+            }
+
+        timeouts = delta("TcpExtTCPTimeouts")
         res.summary["stations"] = {
             f"sta{k}": {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, int)
         }
         if any(isinstance(k, str) for k in nodes):
             res.summary["hosts"] = {k: {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, str)}
-        aborts = {
-            k: after[k].get("TcpExtTCPAbortOnTimeout", 0) - before[k].get("TcpExtTCPAbortOnTimeout", 0)
-            for k in after
-            if after.get(k) and before.get(k)
-        }
+        aborts = delta("TcpExtTCPAbortOnTimeout")
         for fl, fs in zip(flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
                 fs["tcp_timeouts"] = timeouts.get(fl.src)
@@ -333,11 +333,9 @@ class RunMetrics:
             if first is None:
                 continue
             spec = fl.spec
-            mss = spec.mss if isinstance(spec, TcpFlow) else None
+            assert isinstance(spec, TcpFlow)  # only TCP flows have a data connection
             fs["tcp"]["negotiated"] = {k: first.get(k) for k in NEGOTIATED_FIELDS}
-            found += flow_mismatches(
-                f"{fl.id} {conn}", first, knobs, mss, fl.cc_name or getattr(spec, "cc", None)
-            )
+            found += flow_mismatches(f"{fl.id} {conn}", first, knobs, spec.mss, fl.cc_name or spec.cc)
             checked += 1
         readback["flows"] = {"checked": checked, "mismatches": [str(m) for m in found]}
         self.tcp_mismatches += found

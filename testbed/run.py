@@ -171,7 +171,7 @@ class Testbed:
         self.idle_guards: list[subprocess.Popen[bytes]] = []
         self.t0: float | None = None  # CLOCK_MONOTONIC of run time 0 (medium start)
         self.tcpctl: tcpctl_glue.RunTcpCtl | None = None  # the run's BPF side, when loaded
-        self._tcpprof_cookies: dict[str, int] = {}  # namespace -> netns cookie, when tcpprof is loaded
+        self._tcpprof_cookies: dict[str, int] = {}  # node label (sta3, h1) -> netns cookie, with tcpprof
         self.timings: dict[str, float] = {}
         self.thresholds = thresholds
         self.metrics = RunMetrics(self.scenario, thresholds, self.timings)
@@ -345,7 +345,7 @@ class Testbed:
         )
         if added:
             res.summary["tcp_profile"]["allowed_cc_added"] = added
-        self._load_tcpprof(names)
+        self._load_tcpprof()
         res.save_summary()
 
         if self.hosts:  # the scenario's TCP settings on the wired hosts too
@@ -487,9 +487,9 @@ class Testbed:
         res.save_summary()
         self._log(f"{len(ids)} stations up in {self.timings['bringup_s']:.2f} s; results in {res.dir}")
 
-    def _load_tcpprof(self, namespaces: list[str]) -> None:
+    def _load_tcpprof(self) -> None:
         """The profile's BPF knobs (nodes/tcpctl/tcpprof.py), attached after tcpctl's program and
-        registered for every namespace of the run before any of its sockets exists."""
+        registered for every station's and wired host's namespace before any of its sockets exists."""
         params = tcpprofile.bpf_params(self.scenario.tcp.effective.knobs)
         if not params.active:
             return
@@ -502,10 +502,10 @@ class Testbed:
         tcpprof.load(self.run_id)
         maps = tcpprof.ProfileMaps(self.run_id)
         try:
-            for ns in namespaces[1:]:  # not the control namespace (medium, zygote: no TCP of the run)
-                cookie = nsutil.in_netns(ns, K.netns_cookie_of_current)
+            for k, node in self.nodes().items():
+                cookie = nsutil.in_netns(node.netns, K.netns_cookie_of_current)
                 maps.register(cookie, params)
-                self._tcpprof_cookies[ns] = cookie
+                self._tcpprof_cookies[node_label(k)] = cookie
         finally:
             maps.close()
         self.results.summary["tcp_profile"]["bpf"] = {"params": asdict(params), "stats": None}
@@ -547,7 +547,7 @@ class Testbed:
         except OSError:
             return
         try:
-            per = {ns.rsplit("-", 1)[-1]: maps.stats(c) for ns, c in self._tcpprof_cookies.items()}
+            per = {label: maps.stats(c) for label, c in self._tcpprof_cookies.items()}
         finally:
             maps.close()
         total = {k: sum(v[k] for v in per.values()) for k in tcpprof.STATS_FIELDS}

@@ -17,6 +17,7 @@ read-back that differs from the profile makes the run invalid with the differenc
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -124,11 +125,16 @@ class Mismatch:
         return f"{self.where}: {self.what} is {self.got}, the profile wants {self.want}"
 
 
+#: The route metrics a profile can set (``Mechanism.ROUTE`` targets): what the read-back parses.
+ROUTE_METRICS: Final = tuple(m.target for m in KNOB_MECHANISMS.values() if m.mechanism is Mechanism.ROUTE)
+
+
 def _route_cmd(sid_ip: str, metrics: Mapping[str, int]) -> list[str]:
-    net = ".".join(sid_ip.split(".")[:2]) + ".0.0"
+    """The connected route the router's address made (``nodes/router/netdev.py``), with metrics."""
+    net = ipaddress.ip_network(f"{sid_ip}/{NET_PREFIX_LEN}", strict=False)
     args = [str(x) for kv in metrics.items() for x in kv]
     return [
-        "route", "replace", f"{net}/{NET_PREFIX_LEN}", "dev", "tun0", "proto", "kernel",
+        "route", "replace", str(net), "dev", "tun0", "proto", "kernel",
         "scope", "link", "src", sid_ip, *args,
     ]  # fmt: skip
 
@@ -149,9 +155,7 @@ def apply_routes(netns: str, ip: str, metrics: Mapping[str, int]) -> dict[str, i
     return parse_route_metrics(res.stdout)
 
 
-def parse_route_metrics(
-    text: str, names: Iterable[str] = ("initcwnd", "initrwnd", "quickack")
-) -> dict[str, int]:
+def parse_route_metrics(text: str, names: Iterable[str] = ROUTE_METRICS) -> dict[str, int]:
     """The metrics named in ``ip route show`` output (the first route line that has any)."""
     for line in text.splitlines():
         words = line.split()

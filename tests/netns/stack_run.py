@@ -17,6 +17,7 @@ import pytest
 from nodes.tcpctl import kernel as K
 from nodes.tcpctl import observe
 from nodes.tcpctl.station import Client
+from nodes.tcpctl.tcpprof import TCPPROF_OBJ
 from testbed import run as tbrun
 from testbed.medium import MEDIUM_BIN
 
@@ -28,7 +29,7 @@ def skip_without_stack() -> None:
     """Skip unless root, the BPF objects and the medium are built."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    if not K.TCPCTL_OBJ.exists() or not K.VEGAS_OBJ.exists():
+    if not all(p.exists() for p in (K.TCPCTL_OBJ, K.VEGAS_OBJ, TCPPROF_OBJ)):
         pytest.skip("BPF objects not built (make -C nodes/tcpctl/bpf)")
     if not MEDIUM_BIN.exists():
         pytest.skip("medium not built (make medium)")

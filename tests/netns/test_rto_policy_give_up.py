@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_run import skip_without_stack
 
-from nodes.tcpctl import kernel as K
 from testbed import run as tbrun
-from testbed.medium import MEDIUM_BIN
 
 pytestmark = [pytest.mark.netns]
 RESULTS = Path(os.environ.get("TCPCTL_RESULTS", "results"))
@@ -31,10 +30,7 @@ OUTAGE = (5.0, 22.0)
 
 @pytest.fixture(autouse=True)
 def _prereq() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    if not K.TCPCTL_OBJ.exists() or not MEDIUM_BIN.exists():
-        pytest.skip("BPF objects or the medium not built (make setup)")
+    skip_without_stack()
 
 
 def test_fixed_rto_outlives_a_22_s_outage(tmp_path: Path) -> None:
