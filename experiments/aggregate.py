@@ -57,6 +57,11 @@ METRICS: Final[dict[str, str]] = {
     "tcp_aborts_total": "connections the TCP flows' source stations gave up on after their "
     "retransmissions timed out (nstat TcpExtTCPAbortOnTimeout): a flow that ended early; empty "
     "before it was recorded",
+    "tcp_spurious_rtos_total": "of tcp_timeouts_total, the timeouts the kernel's F-RTO (RFC 5682) "
+    "found spurious and undid (nstat TcpExtTCPSpuriousRTOs at the flows' source stations); empty "
+    "before it was recorded",
+    "tcp_real_timeouts_total": "tcp_timeouts_total - tcp_spurious_rtos_total: the timeouts that "
+    "were not undone; empty before tcp_spurious_rtos_total was recorded",
     "tcp_max_rto_ms": "the largest RTO the kernel set on a TCP flow's data connection (its tcp_info "
     "samples, flows[].tcp.max_rto_ms), ms: shows an estimator inflated by RTT samples that span a "
     "recovery (ATCP's or an agent's own copies); empty without samples",
@@ -154,6 +159,8 @@ def run_metrics(
         "srtt_norm_var_s": _srtt_norm_var(flows),
         "rts_one_attempt_pct": _num(summary.get("rts_one_attempt_pct")),
         "tcp_aborts_total": _sum_by_source(flows, "tcp_aborts"),
+        "tcp_spurious_rtos_total": (spurious := _sum_by_source(flows, "tcp_spurious_rtos")),
+        "tcp_real_timeouts_total": to_total - spurious,
         "tcp_max_rto_ms": max(
             (v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("max_rto_ms")))),
             default=math.nan,

@@ -520,6 +520,22 @@ def test_run_metrics_counts_aborts_once_per_source_station() -> None:
     assert m["tcp_aborts_total"] == 1.0
 
 
+def test_run_metrics_separates_spurious_rtos_once_per_source_station() -> None:
+    flows = [
+        {"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 7, "tcp_spurious_rtos": 2},
+        {"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 7, "tcp_spurious_rtos": 2},
+        {"src": 2, "throughput_bps": 1.0, "tcp_timeouts": 3, "tcp_spurious_rtos": 3},
+    ]
+    m, _ = agg.run_metrics({"flows": flows})
+    assert (m["tcp_timeouts_total"], m["tcp_spurious_rtos_total"], m["tcp_real_timeouts_total"]) == (
+        10.0,
+        5.0,
+        5.0,
+    )
+    old, _ = agg.run_metrics({"flows": [{"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 4}]})
+    assert math.isnan(old["tcp_spurious_rtos_total"]) and math.isnan(old["tcp_real_timeouts_total"])
+
+
 def test_run_metrics_takes_the_largest_kernel_rto_over_the_flows() -> None:
     flows = [
         {"throughput_bps": 1.0, "tcp": {"max_rto_ms": 1200.0}},
