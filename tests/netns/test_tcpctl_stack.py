@@ -265,7 +265,11 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path, restore: str) -> None:
     assert t_resume - t_thaw <= 4.0, r.extra
     assert k["cmd_done"] == 2
     assert k["applied_cwnd"] == 2
-    assert k["post_cwnd"] in (2, 3)
+    # under default_srtt the thawing ACK's sample is the freeze's srtt, so RACK (its reordering
+    # window follows the RTT) marks the window sent before the outage lost at once and PRR may
+    # send with cwnd 1 at the next ACK (measured 2026-12-02: cwnd 2, 2, 1, 2, 2 in the 100 ms
+    # series); the 6 s sample of `default` also holds RACK off
+    assert k["post_cwnd"] in ((2, 3) if restore == "default" else (1, 2, 3)), r.extra
     assert k["thaw_rto_us"] <= 6_000_000, r.extra  # the thawing ACK's own sample already capped
     if restore == "default":
         assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
