@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,10 @@ METRICS: Final[dict[str, str]] = {
     "tcp_max_rto_ms": "the largest RTO the kernel set on a TCP flow's data connection (its tcp_info "
     "samples, flows[].tcp.max_rto_ms), ms: shows an estimator inflated by RTT samples that span a "
     "recovery (ATCP's or an agent's own copies); empty without samples",
+    "tcp_rto_p50_ms": "the median, over the TCP flows, of each data connection's median RTO at "
+    "backoff 0 (the estimator's RTO over its tcp_info samples, flows[].tcp.p50_rto_ms), ms: "
+    "tells an estimator inflated by an agent's copies from earlier repair; empty before it was "
+    "recorded",
     "tcp_cc_faults": "episodes in which the sampled TCP state was out of range (ssthresh above "
     "0x7fffffff or cwnd above 2^20: a BPF congestion control fault the repair did "
     "not catch first; docs/tcpctl.md): a run with any is not counted",
@@ -165,10 +170,17 @@ def run_metrics(
             (v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("max_rto_ms")))),
             default=math.nan,
         ),
+        "tcp_rto_p50_ms": _median(
+            [v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("p50_rto_ms")))]
+        ),
         "tcp_cc_faults": _num(summary.get("tcp_cc_faults")),
         "tcp_cc_repairs": _num(summary.get("tcp_cc_repairs")),
     }
     return metrics, per_flow
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else math.nan
 
 
 def _sum_by_source(flows: list[dict[str, Any]], key: str) -> float:
