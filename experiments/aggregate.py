@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -57,9 +58,18 @@ METRICS: Final[dict[str, str]] = {
     "tcp_aborts_total": "connections the TCP flows' source stations gave up on after their "
     "retransmissions timed out (nstat TcpExtTCPAbortOnTimeout): a flow that ended early; empty "
     "before it was recorded",
+    "tcp_spurious_rtos_total": "of tcp_timeouts_total, the timeouts the kernel's F-RTO (RFC 5682) "
+    "found spurious and undid (nstat TcpExtTCPSpuriousRTOs at the flows' source stations); empty "
+    "before it was recorded",
+    "tcp_real_timeouts_total": "tcp_timeouts_total - tcp_spurious_rtos_total: the timeouts that "
+    "were not undone; empty before tcp_spurious_rtos_total was recorded",
     "tcp_max_rto_ms": "the largest RTO the kernel set on a TCP flow's data connection (its tcp_info "
     "samples, flows[].tcp.max_rto_ms), ms: shows an estimator inflated by RTT samples that span a "
     "recovery (ATCP's or an agent's own copies); empty without samples",
+    "tcp_rto_p50_ms": "the median, over the TCP flows, of each data connection's median RTO at "
+    "backoff 0 (the estimator's RTO over its tcp_info samples, flows[].tcp.p50_rto_ms), ms: "
+    "tells an estimator inflated by an agent's copies from earlier repair; empty before it was "
+    "recorded",
     "tcp_cc_faults": "episodes in which the sampled TCP state was out of range (ssthresh above "
     "0x7fffffff or cwnd above 2^20: a BPF congestion control fault the repair did "
     "not catch first; docs/tcpctl.md): a run with any is not counted",
@@ -154,14 +164,23 @@ def run_metrics(
         "srtt_norm_var_s": _srtt_norm_var(flows),
         "rts_one_attempt_pct": _num(summary.get("rts_one_attempt_pct")),
         "tcp_aborts_total": _sum_by_source(flows, "tcp_aborts"),
+        "tcp_spurious_rtos_total": (spurious := _sum_by_source(flows, "tcp_spurious_rtos")),
+        "tcp_real_timeouts_total": to_total - spurious,
         "tcp_max_rto_ms": max(
             (v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("max_rto_ms")))),
             default=math.nan,
+        ),
+        "tcp_rto_p50_ms": _median(
+            [v for f in flows if not math.isnan(v := _num((f.get("tcp") or {}).get("p50_rto_ms")))]
         ),
         "tcp_cc_faults": _num(summary.get("tcp_cc_faults")),
         "tcp_cc_repairs": _num(summary.get("tcp_cc_repairs")),
     }
     return metrics, per_flow
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else math.nan
 
 
 def _sum_by_source(flows: list[dict[str, Any]], key: str) -> float:

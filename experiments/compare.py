@@ -153,7 +153,9 @@ def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[l
     return out
 
 
-def _pair(treated: Sequence[Group], groups: Sequence[Group], baseline: Mapping[str, object]) -> list[tuple[Group, Group]]:
+def _pair(
+    treated: Sequence[Group], groups: Sequence[Group], baseline: Mapping[str, object]
+) -> list[tuple[Group, Group]]:
     """Each treated group with its baseline group (its parameters with ``baseline``'s values), for
     those that have one: the blocks of a claim's, and of a change figure's, paired change."""
     base = {k: label(v) for k, v in baseline.items()}
@@ -244,7 +246,9 @@ def _evaluate(
     note = f"{claim.combine} at {where}" if where else ""
     if ready and len(ready) < len(per_block):
         short = len(per_block) - len(ready)
-        note += f" ({short} of {len(per_block)} points below {min_seeds} seeds, left out until they have them)"
+        note += (
+            f" ({short} of {len(per_block)} points below {min_seeds} seeds, left out until they have them)"
+        )
     kept = tuple(c for c, _ in eligible)
     return Result(claim, change, len(blocks), 2 * change.n, note, blocks=kept)
 
@@ -510,7 +514,11 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
         for panel in panels:
             for s in series:
                 for x in xs:
-                    at = {fig.x: x, **dict(zip(fig.series, s, strict=True)), **dict(zip(fig.panels, panel, strict=True))}
+                    at = {
+                        fig.x: x,
+                        **dict(zip(fig.series, s, strict=True)),
+                        **dict(zip(fig.panels, panel, strict=True)),
+                    }
                     ch = figure_change(fig, groups, at)
                     if ch is not None:
                         changes[(panel, s, x)] = ch
@@ -564,7 +572,9 @@ def draw_figure(fig: Figure, rows: list[RunRecord], out: Path, claims: Sequence[
                 name = _series_name(fig, s)
                 bars = ax.errorbar(px, py, yerr=[lo, hi], marker="o", capsize=3, label=name)
                 colour = bars.lines[0].get_color()
-            if unbounded:  # an interval without a bound (one seed, or Fieller unbounded): a ring, not a precise point
+            if (
+                unbounded
+            ):  # an interval without a bound (one seed, or Fieller unbounded): a ring, not a precise point
                 open_ends = True
                 ax.scatter(
                     [u[0] for u in unbounded],

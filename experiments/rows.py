@@ -49,6 +49,11 @@ RUN_COLS: Final = ("seed", "attempt", "valid", "invalid_reasons")
 #: A file from before profiles gets them added with ``LEGACY_PROFILE`` and no digest.
 TCP_COLS: Final = ("tcp_profile", "tcp_digest")
 LEGACY_PROFILE: Final = "legacy"
+#: The run's routing profile (``summary.json`` ``routing_profile``: DSR and AODV only, its name and
+#: the digest of the parameters the cores ran, nodes/protocols/profiles.py), after ``TCP_COLS``;
+#: empty for static routing. A file from before routing profiles gets them with
+#: ``LEGACY_PROFILE`` and no digest (its DSR and AODV rows ran the legacy behaviour).
+ROUTING_COLS: Final = ("routing_profile", "routing_digest")
 #: Validity signals kept with every row (``summary.json`` ``validity``), so that the cost and the
 #: real-time margin of a sweep can be studied from git alone.
 SIGNAL_COLS: Final = (
@@ -63,7 +68,7 @@ TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host
 #: How the ``revision`` column marks a run made from a working tree with uncommitted changes to
 #: tracked files (outside the rows folder): ``<12-hex revision>-dirty``.
 DIRTY_SUFFIX: Final = "-dirty"
-ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *TCP_COLS, *SIGNAL_COLS, *TAIL_COLS))
+ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *TCP_COLS, *ROUTING_COLS, *SIGNAL_COLS, *TAIL_COLS))
 """The columns every rows file has: no sweep axis may take one of these names (the axis' column
 would shadow it, e.g. an axis ``flows`` and the per-flow column ``flows``)."""
 
@@ -111,6 +116,8 @@ class RunRecord:
     finished_at: str
     tcp_profile: str = LEGACY_PROFILE
     tcp_digest: str = ""
+    routing_profile: str = ""
+    routing_digest: str = ""
 
     def metric(self, name: str) -> float:
         if name == TRANSFER_TIME_LB and name not in self.metrics:
@@ -198,7 +205,7 @@ def check_reason(reason: str, where: str) -> None:
 
 
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
-    cols = [*BASE_COLS, *axes, *RUN_COLS, *TCP_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+    cols = [*BASE_COLS, *axes, *RUN_COLS, *TCP_COLS, *ROUTING_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
     twice = sorted({c for c in cols if cols.count(c) > 1})
     if twice:
         raise RowsError(f"column {twice[0]!r} twice in a rows header (an axis named like a column)")
@@ -220,6 +227,8 @@ def encode(record: RunRecord, columns: Sequence[str]) -> str:
         "invalid_reasons": "; ".join(record.invalid_reasons),
         "tcp_profile": record.tcp_profile,
         "tcp_digest": record.tcp_digest,
+        "routing_profile": record.routing_profile,
+        "routing_digest": record.routing_digest,
         "flows": flows,
         "duration_s": fmt_num(record.duration_s),
         "wall_s": fmt_num(record.wall_s),
@@ -259,7 +268,15 @@ def _flows(text: str) -> tuple[FlowRow, ...]:
 def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -> RunRecord:
     """A record from one row's fields (checked already)."""
     row = dict(zip(columns, values, strict=True))
-    known = set(BASE_COLS) | set(RUN_COLS) | set(TCP_COLS) | set(SIGNAL_COLS) | set(TAIL_COLS) | set(axes)
+    known = (
+        set(BASE_COLS)
+        | set(RUN_COLS)
+        | set(TCP_COLS)
+        | set(ROUTING_COLS)
+        | set(SIGNAL_COLS)
+        | set(TAIL_COLS)
+        | set(axes)
+    )
     metrics = {c: _num(v) for c, v in row.items() if c not in known}
     reasons = tuple(r for r in row["invalid_reasons"].split("; ") if r)
     fault = cc_fault_reason(metrics)
@@ -285,6 +302,8 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
         finished_at=row.get("finished_at", ""),
         tcp_profile=row.get("tcp_profile") or LEGACY_PROFILE,
         tcp_digest=row.get("tcp_digest", ""),
+        routing_profile=row.get("routing_profile", LEGACY_PROFILE),
+        routing_digest=row.get("routing_digest", ""),
     )
 
 
@@ -353,6 +372,8 @@ class RowStore:
             cols = self.columns()
             if cols is not None and not set(TCP_COLS) <= set(cols):
                 cols = self._add_tcp_cols(cols)
+            if cols is not None and not set(ROUTING_COLS) <= set(cols):
+                cols = self._add_routing_cols(cols)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if cols is None:
@@ -453,6 +474,14 @@ class RowStore:
         the lock; returns the new header."""
         return self._insert_columns(
             cols, cols.index("invalid_reasons") + 1, list(TCP_COLS), [LEGACY_PROFILE, ""]
+        )
+
+    def _add_routing_cols(self, cols: list[str]) -> list[str]:
+        """Give a file from before routing profiles the ``ROUTING_COLS`` (after ``TCP_COLS``); its
+        rows ran the legacy routing code, so they read ``LEGACY_PROFILE`` with no digest. The
+        caller holds the lock; returns the new header."""
+        return self._insert_columns(
+            cols, cols.index(TCP_COLS[-1]) + 1, list(ROUTING_COLS), [LEGACY_PROFILE, ""]
         )
 
     def _insert_columns(self, cols: list[str], at: int, new: list[str], fill: list[str]) -> list[str]:

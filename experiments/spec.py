@@ -34,8 +34,10 @@ from pydantic import (
 )
 
 from experiments.rows import LEGACY_PROFILE, ROW_COLUMNS
+from nodes.protocols import effective_params
+from nodes.protocols.profiles import RoutingProfile, params_digest
 from topologies.scenario import ScenarioError, scenario_document
-from topologies.schema import TcpSettings
+from topologies.schema import Routing, TcpSettings
 from topologies.yamlfile import apply_overrides, render_path, yaml_line_map
 
 #: Sweep-file keys that name fields of the scenario are dotted paths, as ``load_scenario`` takes them.
@@ -282,14 +284,24 @@ class Point:
         return tuple((k, label(v)) for k, v in self.params.items())
 
 
-def point_id(scenario: str, overrides: Mapping[str, Any], seed: int, tcp_digest: str | None = None) -> str:
+def point_id(
+    scenario: str,
+    overrides: Mapping[str, Any],
+    seed: int,
+    tcp_digest: str | None = None,
+    routing_digest: str | None = None,
+) -> str:
     """Stable 12-hex id of (base scenario path, overrides, seed) and, unless the point runs the
-    legacy TCP profile, the digest of its TCP settings (``tcp_digest``): a point whose TCP
-    changes is a new point, so its rows never join those of another TCP. Legacy points keep the
-    ids they had before profiles existed (their rows in git stay theirs). Key order does not matter."""
+    legacy TCP profile, the digest of its TCP settings (``tcp_digest``), and unless it runs static
+    routing or the legacy routing profile, the digest of its routing parameters
+    (``routing_digest``): a point whose TCP or routing behaviour changes is a new point, so its
+    rows never join those of other code. Legacy points keep the ids they had before profiles
+    existed (their rows in git stay theirs). Key order does not matter."""
     doc: dict[str, Any] = {"scenario": Path(scenario).as_posix(), "overrides": overrides, "seed": seed}
     if tcp_digest is not None:
         doc["tcp"] = tcp_digest
+    if routing_digest is not None:
+        doc["routing"] = routing_digest
     canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canon.encode()).hexdigest()[:12]
 
@@ -313,6 +325,27 @@ def _tcp_digest(scenario: str, overrides_json: str) -> str | None:
     return None if eff.profile == LEGACY_PROFILE else eff.digest()
 
 
+def routing_digest(scenario: str, overrides: Mapping[str, Any]) -> str | None:
+    """The digest of the routing parameters a point's DSR or AODV cores run
+    (``nodes.protocols.profiles.params_digest``), None for static routing, the legacy profile, a
+    scenario file that cannot be read or routing settings that do not validate."""
+    return _routing_digest(scenario, json.dumps(dict(overrides), sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=256)
+def _routing_digest(scenario: str, overrides_json: str) -> str | None:
+    try:
+        data, _ = scenario_document(scenario)
+        data = apply_overrides(data, json.loads(overrides_json))
+        routing = Routing.model_validate(data.get("routing") or {})
+        params = effective_params(routing.protocol, routing.profile, routing.params)
+    except (ScenarioError, ValueError):  # ValidationError, ParamError and a bad override are ValueErrors
+        return None
+    if params is None or routing.profile == RoutingProfile.LEGACY.value:
+        return None
+    return params_digest(params)
+
+
 def _excluded(sweep: Sweep, params: Mapping[str, Any]) -> bool:
     return any(all(label(params[k]) == label(v) for k, v in ex.items()) for ex in sweep.exclude)
 
@@ -334,8 +367,9 @@ def expand(sweep: Sweep) -> list[Point]:
             else:
                 overrides[name] = value
         tcp = tcp_digest(sweep.scenario, overrides)
+        routing = routing_digest(sweep.scenario, overrides)
         for seed in sweep.seed_list():
-            pid = point_id(sweep.scenario, overrides, seed, tcp)
+            pid = point_id(sweep.scenario, overrides, seed, tcp, routing)
             points.append(Point(len(points), pid, dict(params), dict(overrides), seed))
     return points
 

@@ -199,6 +199,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
     reasons = tuple(str(r) for r in validity.get("reasons") or [])
     tcp = summary.get("tcp_profile") if isinstance(summary.get("tcp_profile"), dict) else {}
     assert isinstance(tcp, dict)
+    routing = summary.get("routing_profile") if isinstance(summary.get("routing_profile"), dict) else {}
+    assert isinstance(routing, dict)
     if (fault := cc_fault_reason(metrics)) is not None:
         reasons = (*reasons, fault)
     return RunRecord(
@@ -221,6 +223,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
         finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         tcp_profile=str(tcp.get("profile") or LEGACY_PROFILE),
         tcp_digest=str(tcp.get("digest") or ""),
+        routing_profile=str(routing.get("profile") or ""),
+        routing_digest=str(routing.get("digest") or ""),
     )
 
 

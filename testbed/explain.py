@@ -504,7 +504,9 @@ def paws_discard(idx: TraceIndex, conn: Conn, seg: Fate, reasons: dict[int, list
     return None
 
 
-def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timestamps: bool = True) -> Explanation:
+def explain_rto(
+    idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timestamps: bool = True
+) -> Explanation:
     """The cause of one RTO (sans-I/O). ``timestamps``: the connection uses TCP timestamps (RFC
     7323), so its receiver applies PAWS."""
     t_s = rto.t_hi_ns / 1e9
@@ -572,7 +574,9 @@ def explain_rto(idx: TraceIndex, rto: Rto, reasons: dict[int, list[str]], timest
         )
     # the segment arrived: its ACKs were lost or late
     acks = [
-        r for r in idx.orig.get(conn.reverse(), []) if last.delivered_ns <= r.t_ns <= t_rto and _seq_before(r.ack, seq) > 0
+        r
+        for r in idx.orig.get(conn.reverse(), [])
+        if last.delivered_ns <= r.t_ns <= t_rto and _seq_before(r.ack, seq) > 0
     ]
     newer = paws_discard(idx, conn, last, reasons) if timestamps and not acks else None
     if newer is not None:

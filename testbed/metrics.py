@@ -139,11 +139,14 @@ class RunMetrics:
         if any(isinstance(k, str) for k in nodes):
             res.summary["hosts"] = {k: {"tcp_timeouts": v} for k, v in timeouts.items() if isinstance(k, str)}
         aborts = delta("TcpExtTCPAbortOnTimeout")
+        spurious = delta("TcpExtTCPSpuriousRTOs")
         for fl, fs in zip(flows, res.summary["flows"], strict=True):
             if fl.proto == "tcp":
                 fs["tcp_timeouts"] = timeouts.get(fl.src)
                 # connections the sender's kernel gave up on (retransmissions timed out)
                 fs["tcp_aborts"] = aborts.get(fl.src)
+                # timeouts F-RTO (RFC 5682) found spurious and undid: counted in tcp_timeouts too
+                fs["tcp_spurious_rtos"] = spurious.get(fl.src)
 
     # ------------------------------------------------------------------ per-connection time series
     def start_observer(

@@ -33,6 +33,8 @@ from typing import Any
 
 from nodes.core.icmp import IcmpParams
 from nodes.core.ipip import WiredRoute
+from nodes.protocols import PROFILED
+from nodes.protocols.profiles import routing_profile_summary
 from nodes.router.config import ExtensionConfig, ProtocolConfig, RouterConfig
 from testbed import ccallow, cleanup, idleguard, netns, procs, tcpprofile, traffic
 from testbed import tcpctl as tcpctl_glue
@@ -87,6 +89,7 @@ def router_config(
             sc.routing.protocol,
             dict(sc.routing.params),
             dict(sorted((routes or {}).get(sid, {}).items())) if sc.routing.protocol == "static" else None,
+            sc.routing.profile if sc.routing.protocol in PROFILED else None,
         ),
         out_dir=str(out_dir),
         run_id=run_id,
@@ -340,6 +343,9 @@ class Testbed:
         # the TCP profile: congestion controls on the host's allowed list, the BPF knobs
         cc_kernel = self.tcpctl.cc(eff.cc) if self.tcpctl is not None else eff.cc
         res.summary["tcp_profile"] = eff.summary()
+        res.summary["routing_profile"] = routing_profile_summary(
+            sc.routing.protocol, sc.routing.profile, sc.routing.params
+        )
         added = ccallow.ensure_allowed(
             cc for cc in {eff.cc, *(f.cc or eff.cc for f in sc.traffic.tcp)} if cc not in PROJECT_CCS
         )

@@ -9,9 +9,12 @@ sound, and under the static protocol every flow has a loop-free route (docs/scen
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from nodes.core.protocol import ParamError
 from nodes.extensions import compatible_protocols
+from nodes.protocols import effective_params, protocol_params_class
 from topologies import bonnmotion, ns2
 from topologies.errors import MovementFileError
 from topologies.routes import follow, static_routes
@@ -216,6 +219,7 @@ class _Checker:
 
     def check_routing(self) -> None:
         r = self.sc.routing
+        self.check_routing_params()
         seen: set[str] = set()
         for i, ext in enumerate(r.extensions):
             if ext in seen:
@@ -242,6 +246,26 @@ class _Checker:
                     self.station(f"routing.routes[{src}][{dst}]", dst)
                     if self.station(f"routing.routes[{src}][{dst}]", hop) and hop == src:
                         self.add(f"routing.routes[{src}][{dst}]", f"next hop is station {src} itself")
+
+    def check_routing_params(self) -> None:
+        """Every ``routing.params`` name is a parameter of the protocol and its value is valid on
+        top of the profile (nodes/protocols/profiles.py)."""
+        r = self.sc.routing
+        if r.protocol == "static":
+            for name in sorted(r.params):
+                self.add(f"routing.params.{name}", "static routing takes no parameters")
+            return
+        cls = protocol_params_class(r.protocol)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(r.params) - known)
+        for name in unknown:
+            self.add(f"routing.params.{name}", f"not a parameter of {r.protocol} (docs/{r.protocol}.md)")
+        if unknown:
+            return
+        try:
+            effective_params(r.protocol, r.profile, r.params, "routing.params")
+        except ParamError as exc:
+            self.add("routing.params", str(exc).removeprefix("routing.params: "))
 
     def check_links_events(self) -> None:
         pairs: set[frozenset[int]] = set()

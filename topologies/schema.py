@@ -52,6 +52,7 @@ CONGESTION_CONTROLS: Final = ("reno", "cubic", "bbr", "vegas")
 EXTENSIONS: Final[frozenset[str]] = frozenset(_EXTENSION_MODULES)
 
 ProtocolName = Literal["static", "dsr", "aodv"]
+RoutingProfileName = Literal["ns2", "rfc", "legacy"]  # nodes.protocols.profiles.RoutingProfile
 CongestionControl = Literal["reno", "cubic", "bbr", "vegas"]
 PresetName = Literal["ns2-wavelan", "wmediumd"]
 
@@ -264,6 +265,10 @@ class Icmp(_Model):
 
 class Routing(_Model):
     protocol: ProtocolName = "static"
+    #: DSR and AODV: which code the core behaves as (nodes/protocols/profiles.py; docs/dsr.md and
+    #: docs/aodv.md "Profiles"): ns-2's as the papers ran it (default), the RFC's, or the testbed's
+    #: behaviour before profiles. ``params`` override single fields on top. Static ignores it.
+    profile: RoutingProfileName = "ns2"
     params: dict[str, Any] = Field(default_factory=dict)
     extensions: list[ExtensionName] = Field(default_factory=list)
     #: per-extension parameters, e.g. {"elfn": {"restore": "default"}} (docs/extensions.md); each

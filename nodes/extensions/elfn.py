@@ -45,7 +45,7 @@ import logging
 import struct
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, get_args
 
 from nodes.core.clock import NS_PER_S
 from nodes.core.events import Action
@@ -63,7 +63,7 @@ from nodes.protocols.dsr.options import (
     RouteError,
     register_option,
 )
-from nodes.tcpctl.agent import ConnId, TcpAck, TcpDupack, TcpSegmentSent
+from nodes.tcpctl.agent import ConnId, Restore, TcpAck, TcpDupack, TcpSegmentSent
 from nodes.tcpctl.api import TcpControl
 
 OPT_ELFN = OPT_EXPERIMENTAL_FIRST + 2
@@ -150,8 +150,12 @@ class IllegalTransition(RuntimeError):
 class ElfnParams:
     probe_interval: float = 2.0
     """s; the thaw timer: "starts a timer called a thaw timer with timeout 2 s" (Yu 2004 s3.1)."""
-    restore: Literal["old", "default"] = "old"
-    """What the thaw restores: the values at the freeze ("old") or the defaults below."""
+    restore: Restore = "old"
+    """What the thaw restores: the values at the freeze ("old") or the defaults below, reached
+    either by a 6 s RTT sample on the thawing ACK ("default": the RTO is exactly 6 s, and Linux's
+    srtt keeps the sample for 10-20 samples after) or with the estimator left as it was
+    ("default_srtt": cwnd 2, the RTO the kernel's own under a 6 s cap; nodes/tcpctl/agent.py
+    ``Restore``, docs/fidelity.md "ELFN")."""
     default_rto: float = 6.0
     """s; "default values (RTO 6 s, cwnd 2)" (the kernel side realises only these)."""
     default_cwnd: int = 2
@@ -164,8 +168,8 @@ class ElfnParams:
     def __post_init__(self) -> None:
         if self.probe_interval <= 0:
             raise ValueError("probe_interval must be > 0")
-        if self.restore not in ("old", "default"):
-            raise ValueError(f"restore must be 'old' or 'default', not {self.restore!r}")
+        if self.restore not in get_args(Restore):
+            raise ValueError(f"restore must be one of {', '.join(get_args(Restore))}, not {self.restore!r}")
         if (self.default_rto, self.default_cwnd) != (6.0, 2):
             raise ValueError("default_rto/default_cwnd: only the paper's 6 s and 2 are realised (BPF)")
 

@@ -63,15 +63,19 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ProtocolConfig:
-    """``protocol``: the core's name, its parameters (read by the core) and, for ``static``, the
-    routing table ``destination -> next hop``."""
+    """``protocol``: the core's name, its routing profile (DSR and AODV: ``ns2``, ``rfc`` or
+    ``legacy``, nodes/protocols/profiles.py), its explicit parameters on top of the profile (read
+    by the core) and, for ``static``, the routing table ``destination -> next hop``."""
 
     name: str
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     routes: Mapping[int, int] | None = None
+    profile: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "params": dict(self.params)}
+        if self.profile is not None:
+            out["profile"] = self.profile
         if self.routes is not None:
             out["routes"] = {str(d): nh for d, nh in sorted(self.routes.items())}
         return out
@@ -297,7 +301,7 @@ def _choice(v: object, choices: tuple[T, ...], path: str) -> T:
 
 def _protocol(v: object) -> ProtocolConfig:
     d = _mapping(v, "protocol")
-    _known(d, frozenset({"name", "params", "routes"}), "protocol")
+    _known(d, frozenset({"name", "params", "routes", "profile"}), "protocol")
     params = _mapping(d.get("params") or {}, "protocol.params")
     routes: dict[int, int] | None = None
     if d.get("routes") is not None:
@@ -309,7 +313,10 @@ def _protocol(v: object) -> ProtocolConfig:
             except ValueError:
                 raise _err(f"protocol.routes[{k!r}]", "destination must be a station id", k) from None
             routes[dst] = _int(nh, f"protocol.routes[{k!r}]")
-    return ProtocolConfig(_str(d.get("name"), "protocol.name"), MappingProxyType(dict(params)), routes)
+    profile = None if d.get("profile") is None else _str(d["profile"], "protocol.profile")
+    return ProtocolConfig(
+        _str(d.get("name"), "protocol.name"), MappingProxyType(dict(params)), routes, profile
+    )
 
 
 def _extensions(v: object) -> tuple[ExtensionConfig, ...]:

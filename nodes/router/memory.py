@@ -36,4 +36,3 @@ def lock_memory(flags: int = MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) -> str | No
         err = ctypes.get_errno()
         return f"mlockall: {os.strerror(err)}"
     return None
-

@@ -43,14 +43,24 @@ from nodes.core.events import Action, CancelTimer, Drop, SetTimer, ToKernel, ToN
 from nodes.core.hooks import CrossLayerEvent, EventClass, Hooks
 from nodes.core.runtime import ENDPOINT_TIMER, EndpointTimer
 from nodes.tcpctl import packets as P
-from nodes.tcpctl.kernelseam import KernelTcp, NullKernel
+from nodes.tcpctl.kernelseam import KernelRestore, KernelTcp, NullKernel
 
 log = logging.getLogger(__name__)
 
 ENDPOINT = ENDPOINT_TIMER
 """First element of an extension's own endpoint timer key ``(ENDPOINT, <extension>, ...)``; the
 agent's own timers are ``ThawTimer`` and ``PollTimer``."""
-Restore = Literal["old", "default"]
+Restore = Literal["old", "default", "default_srtt"]
+"""What an ELFN thaw restores (Yu 2004 s3.1 "either the old values or default values (RTO 6 s,
+cwnd 2)"): ``old``: cwnd, ssthresh and RTO at the freeze; ``default``: cwnd 2 and an RTO of
+exactly 6 s, reached by a 6 s RTT sample on the thawing ACK (Linux's srtt keeps it for 10-20
+samples); ``default_srtt``: cwnd 2, the thawing ACK's sample the srtt at the freeze (the estimator
+as it was, nothing injected), the RTO the kernel's own (under a 6 s cap) instead of 6 s."""
+
+
+def kernel_restore(mode: Restore) -> KernelRestore:
+    """The kernel command of a thaw: both default readings set cwnd 2 and the 6 s cap."""
+    return "default" if mode == "default_srtt" else mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,7 +525,7 @@ class EndpointAgent:
         mode = restore or c.hold.restore or "old"
         lost, deferred = list(c.hold.lost_pkt), list(c.hold.deferred)
         c.hold.deferred.clear()  # sent below, after the lost packets, not by release()
-        self.kernel.restore(cid, mode)
+        self.kernel.restore(cid, kernel_restore(mode))
         return self.release(cid, now_ns) + self._melt_sends(c, lost, deferred, now_ns)
 
     def retransmit(self, cid: ConnId, seq: int, now_ns: int, fresh_ts: bool = True) -> list[Action]:
@@ -766,7 +776,7 @@ class EndpointAgent:
                 # 27 Nov 2026). The thawing ACK is forwarded as received.
                 mode = h.restore or "old"
                 lost, deferred = list(h.lost_pkt), list(h.deferred)
-                self.kernel.restore(c.id, mode)
+                self.kernel.restore(c.id, kernel_restore(mode))
                 c.hold = None
                 out.append(CancelTimer(ThawTimer(c.id)))
                 self.log.debug("%s thaw (%s) at ack %d", c.id, mode, t.ack)
@@ -816,8 +826,9 @@ class EndpointAgent:
 
         The probe carries the kernel's current timestamp (``retransmit``), so its echo would give
         the kernel an RTT sample of the probe's round trip (RFC 7323 RTTM on a retransmission)
-        and not what the restore asks for; the TSecr is rewritten to set it. ``old``: a sample equal to the srtt at the freeze (the estimator
-        keeps its values, the RTO stays about the old one). ``default``: a sample of
+        and not what the restore asks for; the TSecr is rewritten to set it. ``old`` and
+        ``default_srtt``: a sample equal to the srtt at the freeze (the estimator keeps its
+        values, the RTO stays about the old one). ``default``: a sample of
         ``default_rto_ns``, which puts the estimator above 6 s; the congestion control caps the
         RTO at exactly 6 s (TCP_RTO_MAX_MS) until data sent after the thaw is ACKed. Needs
         timestamps on the connection and the kernel's TSval clock in ms (Linux default).

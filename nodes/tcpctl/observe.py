@@ -385,6 +385,17 @@ class DiagSampler:
         return written
 
 
+def _estimator_rto_p50(series: list[dict[str, Any]]) -> float | None:
+    """The median over the samples of the RTO the estimator set (samples at backoff 0: a
+    backed-off RTO is the timer's, not the estimator's), ms; None without such a sample. Tells
+    an estimator inflated by long RTT samples (an agent's copies) from earlier repair."""
+    rtos = sorted(float(s["rto_ms"]) for s in series if s.get("rto_ms") and not s.get("backoff"))
+    if not rtos:
+        return None
+    mid = len(rtos) // 2
+    return rtos[mid] if len(rtos) % 2 else (rtos[mid - 1] + rtos[mid]) / 2
+
+
 def conn_summary(series: list[dict[str, Any]]) -> dict[str, Any]:
     """One connection's time series in numbers (for summary.json)."""
     if not series:
@@ -396,6 +407,7 @@ def conn_summary(series: list[dict[str, Any]]) -> dict[str, Any]:
         "rto_timeouts": max(int(s.get("rto_timeouts", 0) or 0) for s in series),
         "max_backoff": max(int(s.get("backoff", 0) or 0) for s in series),
         "max_rto_ms": max(float(s.get("rto_ms", 0) or 0) for s in series),
+        "p50_rto_ms": _estimator_rto_p50(series),
         "retrans_total": max(int(s.get("retrans_total", 0) or 0) for s in series),
         "max_cwnd": max(int(s.get("cwnd", 0) or 0) for s in series),
         "bytes_acked": int(last.get("bytes_acked", 0) or 0),

@@ -198,10 +198,12 @@ def test_baseline_outage_rto_exponential_backoff(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # restore=old: test_extensions.py's ELFN run, in CI (tests/README.md)
-def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
+@pytest.mark.parametrize("restore", ["default", "default_srtt"])
+def test_elfn_freeze_thaw_restore_default(tmp_path: Path, restore: str) -> None:
     """Frozen through the control socket with ``restore: default``: the thaw sets cwnd 2 and an
-    RTO of 6 s, held until new data is ACKed."""
-    restore = "default"
+    RTO of 6 s, held until new data is ACKed. ``default_srtt``: cwnd 2 with the estimator left as
+    it was (the thawing ACK's sample is the srtt at the freeze): the RTO after the thaw stays
+    near the one at the freeze, nowhere near 6 s (issue 47, item 2)."""
     # Linux restarts cwnd at the initial window when the application writes after more than an
     # RTO without sending and nothing is outstanding (tcp_slow_start_after_idle): after a thaw
     # whose ACK covers everything (seen under a CPU hog: 28 restored, 10 at the next ACK) that
@@ -263,9 +265,17 @@ def test_elfn_freeze_thaw_restore_default(tmp_path: Path) -> None:
     assert t_resume - t_thaw <= 4.0, r.extra
     assert k["cmd_done"] == 2
     assert k["applied_cwnd"] == 2
-    assert k["post_cwnd"] in (2, 3)
+    # under default_srtt the thawing ACK's sample is the freeze's srtt, so RACK (its reordering
+    # window follows the RTT) marks the window sent before the outage lost at once and PRR may
+    # send with cwnd 1 at the next ACK (measured 2026-12-02: cwnd 2, 2, 1, 2, 2 in the 100 ms
+    # series); the 6 s sample of `default` also holds RACK off
+    assert k["post_cwnd"] in ((2, 3) if restore == "default" else (1, 2, 3)), r.extra
     assert k["thaw_rto_us"] <= 6_000_000, r.extra  # the thawing ACK's own sample already capped
-    assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
+    if restore == "default":
+        assert k["post_rto_us"] == 6_000_000, r.extra  # RTO 6 s until new data is ACKed
+    else:  # nothing injected: the kernel's RTO right after the thaw is about the one at the freeze
+        assert k["thaw_rto_us"] <= 2 * k["frz_rto_us"], r.extra
+        assert k["post_rto_us"] < 6_000_000, r.extra
     assert k["rto_hold"] == 0  # ... released at the first ACK of data sent after the thaw
 
 

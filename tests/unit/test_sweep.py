@@ -520,6 +520,32 @@ def test_run_metrics_counts_aborts_once_per_source_station() -> None:
     assert m["tcp_aborts_total"] == 1.0
 
 
+def test_run_metrics_separates_spurious_rtos_once_per_source_station() -> None:
+    flows = [
+        {"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 7, "tcp_spurious_rtos": 2},
+        {"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 7, "tcp_spurious_rtos": 2},
+        {"src": 2, "throughput_bps": 1.0, "tcp_timeouts": 3, "tcp_spurious_rtos": 3},
+    ]
+    m, _ = agg.run_metrics({"flows": flows})
+    assert (m["tcp_timeouts_total"], m["tcp_spurious_rtos_total"], m["tcp_real_timeouts_total"]) == (
+        10.0,
+        5.0,
+        5.0,
+    )
+    old, _ = agg.run_metrics({"flows": [{"src": 1, "throughput_bps": 1.0, "tcp_timeouts": 4}]})
+    assert math.isnan(old["tcp_spurious_rtos_total"]) and math.isnan(old["tcp_real_timeouts_total"])
+
+
+def test_run_metrics_median_estimator_rto_over_the_flows() -> None:
+    flows = [
+        {"throughput_bps": 1.0, "tcp": {"p50_rto_ms": 300.0}},
+        {"throughput_bps": 1.0, "tcp": {"p50_rto_ms": 900.0}},
+        {"throughput_bps": 1.0, "tcp": {}},
+    ]
+    assert agg.run_metrics({"flows": flows})[0]["tcp_rto_p50_ms"] == 600.0
+    assert math.isnan(agg.run_metrics({"flows": [{"throughput_bps": 1.0}]})[0]["tcp_rto_p50_ms"])
+
+
 def test_run_metrics_takes_the_largest_kernel_rto_over_the_flows() -> None:
     flows = [
         {"throughput_bps": 1.0, "tcp": {"max_rto_ms": 1200.0}},
@@ -614,3 +640,18 @@ def test_drain_lets_the_running_runs_finish_and_starts_no_more(tmp_path: Path) -
     rest = FakeRun()
     sw.run_points(sweep, points, out_root=tmp_path, data_dir=data, run_fn=rest, parallel=2)
     assert len(rest.calls) == len(points) - 2
+
+
+def test_conn_summary_median_rto_skips_backed_off_samples() -> None:
+    """The estimator's RTO: samples at backoff 0 only (a backed-off RTO is the timer's)."""
+    from nodes.tcpctl.observe import conn_summary
+
+    series = [
+        {"rto_ms": 204.0, "backoff": 0},
+        {"rto_ms": 408.0, "backoff": 1},
+        {"rto_ms": 816.0, "backoff": 2},
+        {"rto_ms": 240.0, "backoff": 0},
+        {"rto_ms": 220.0},
+    ]
+    assert conn_summary(series)["p50_rto_ms"] == 220.0
+    assert conn_summary([{"rto_ms": 408.0, "backoff": 1}])["p50_rto_ms"] is None

@@ -17,6 +17,7 @@ from nodes.tcpctl.agent import (
     EndpointAgent,
     HoldMode,
     PollTimer,
+    Restore,
     TcpAck,
     TcpDupack,
     ThawTimer,
@@ -336,6 +337,25 @@ def test_elfn_thaw_default(agent: EndpointAgent, kern: FakeKernel) -> None:
     agent.on_timer(ThawTimer(CID), 2 * NS_PER_S)
     agent.on_inbound(ack(1), 2 * NS_PER_S + 1)
     assert kern.calls[-1] == ("restore", CID, "default")
+
+
+@pytest.mark.parametrize(
+    ("restore", "kernel_cmd", "sample_ms"),
+    [("default", "default", 6000), ("default_srtt", "default", 300), ("old", "old", 300)],
+)
+def test_elfn_thaw_rtt_sample_per_restore(
+    agent: EndpointAgent, kern: FakeKernel, restore: Restore, kernel_cmd: str, sample_ms: int
+) -> None:
+    """The thawing ACK's TSecr gives the kernel the RTT sample the restore asks for: 6 s under
+    ``default`` (the estimator jumps above 6 s), the srtt at the freeze (300 ms) under
+    ``default_srtt`` and ``old``. The kernel's TSval clock 2 s after it sent TSval 100 is 2100."""
+    kern.states[CID] = {"frz_srtt_us": 300_000}
+    agent.freeze(CID, 0, restore=restore)
+    out = agent.on_inbound(ack(1), 2 * NS_PER_S)
+    to_kernel = [a for a in out if isinstance(a, ToKernel)]
+    v = P.parse_tcp(to_kernel[0].packet)
+    assert v is not None and v.ts_ecr == (2100 - sample_ms) % 2**32
+    assert ("restore", CID, kernel_cmd) in kern.calls
 
 
 def test_probe_without_outstanding_data_is_a_window_probe(kern: FakeKernel) -> None:

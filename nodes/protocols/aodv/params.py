@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodes.core.clock import seconds
+from nodes.protocols.profiles import ProfileTable, RoutingProfile, check_table
 
 LOCAL_REPAIR_RULES = ("ns2", "rfc")
 """Values of ``AodvParams.local_repair_rule``."""
@@ -199,3 +200,20 @@ class AodvParams:
         ``node_traversal_ns`` replaces NODE_TRAVERSAL_TIME (the measured per-hop time)."""
         ntt = self.node_traversal_time_ns if node_traversal_ns is None else node_traversal_ns
         return 2 * ntt * (ttl_value + self.timeout_buffer)
+
+
+PROFILES: ProfileTable = {
+    # The testbed's behaviour before profiles: the dataclass defaults.
+    RoutingProfile.LEGACY: {},
+    # RFC 3561 where the defaults follow ns-2 (section 10's constants are the defaults).
+    RoutingProfile.RFC: {
+        "local_repair_rule": "rfc",
+        "adaptive_traversal_time": False,
+    },
+    # ns-2's aodv.cc/aodv.h as the papers ran them (docs/aodv.md "Profiles").
+    RoutingProfile.NS2: {},
+}
+"""Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the
+dataclass defaults, which are the ``legacy`` behaviour."""
+check_table(AodvParams, PROFILES)
+PARAMS_CLASS = AodvParams

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodes.core.clock import seconds
+from nodes.protocols.profiles import ProfileTable, RoutingProfile, check_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,3 +153,17 @@ class DsrParams:
     @property
     def reply_storm_hop_delay_ns(self) -> int:
         return seconds(self.reply_storm_hop_delay_s)
+
+
+PROFILES: ProfileTable = {
+    # The testbed's behaviour before profiles: the dataclass defaults.
+    RoutingProfile.LEGACY: {},
+    # RFC 4728 where the defaults follow ns-2.
+    RoutingProfile.RFC: {},
+    # ns-2's dsragent.cc/mobicache.cc as the papers ran them (docs/dsr.md "Profiles").
+    RoutingProfile.NS2: {},
+}
+"""Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the
+dataclass defaults, which are the ``legacy`` behaviour."""
+check_table(DsrParams, PROFILES)
+PARAMS_CLASS = DsrParams
