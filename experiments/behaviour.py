@@ -62,7 +62,6 @@ COMMON_PATHS: Final = (
     "testbed",
     "topologies",
     "experiments/aggregate.py",
-    "experiments/sweep.py",
 )
 """Paths every run executes (directories: every tracked file under them, minus ``EXCLUDED``)."""
 
