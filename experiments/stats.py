@@ -301,15 +301,21 @@ class SequentialDesign:
     def decide(
         self, t_vals: ArrayLike, b_vals: ArrayLike, half_width_pct: float | None
     ) -> tuple[Change, Verdict]:
-        """The change over the first ``n`` pairs and the verdict of the design: an effect when
-        the interval at this look's nominal level excludes zero; "no clear effect" (the futility
-        stop) when it is narrower than ``half_width_pct`` on each side; "inconclusive" at the
-        last look otherwise; "undecided" between looks and before the first."""
+        """The verdict of the design over the pairs in seed order: the looks are taken in turn,
+        each over the first ``look`` pairs, and the first that decides is the verdict (an effect
+        when the interval at that look's nominal level excludes zero; "no clear effect", the
+        futility stop, when it is narrower than ``half_width_pct`` on each side), whatever pairs
+        came after it (runs started before the look was taken: the design stopped there);
+        "inconclusive" when the last look decided nothing; "undecided" before it."""
         t, b = _pairs(t_vals, b_vals)
         n = int(t.size)
-        conf = self.confidence_at(n)
-        if conf is None:
-            verdict = Verdict.INCONCLUSIVE if n >= self.looks[-1] else Verdict.UNDECIDED
-            return fieller(t, b, 1.0 - self.alpha), verdict
-        change = fieller(t, b, conf)
-        return change, decide(change, half_width_pct, self.looks[0], self.looks[-1])
+        for look in self.looks:
+            if look > n:
+                break
+            conf = self.confidence_at(look)
+            assert conf is not None
+            change = fieller(t[:look], b[:look], conf)
+            verdict = decide(change, half_width_pct, self.looks[0], self.looks[-1])
+            if verdict.final:
+                return change, verdict
+        return fieller(t, b, 1.0 - self.alpha), Verdict.UNDECIDED
