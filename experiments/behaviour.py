@@ -7,8 +7,8 @@ run closes that: 12 hex digits of
 
 - the **code that decides what a run does**: the git blob of every tracked file under the paths
   every run executes (``COMMON_PATHS``: the router and its core, the endpoint agent and its BPF
-  programs, the medium, the orchestrator's bring-up, traffic, metrics and validity, the scenario
-  model, the row metrics) plus the packages of the routing protocols and extensions the sweep
+  programs, the medium, the orchestrator's bring-up, traffic, summary and validity, the scenario
+  model) plus the packages of the routing protocols and extensions the sweep
   names (``protocol_paths``, ``extension_paths``): an edit to DSR does not un-pool a run of static
   routing, an edit to the docs, the tests, the reports or the post-run analysis un-pools nothing;
 - the **scenario files** of the point: the sweep's scenario file and every file it extends.
@@ -61,7 +61,6 @@ COMMON_PATHS: Final = (
     "medium/Cargo.lock",
     "testbed",
     "topologies",
-    "experiments/aggregate.py",
 )
 """Paths every run executes (directories: every tracked file under them, minus ``EXCLUDED``)."""
 
@@ -270,9 +269,11 @@ def row_key(sweep_file: str, revision: str, run_id: str, root: Path = ROOT) -> s
     return unknown_key(run_id)
 
 
-def relabel(experiment: str, sweep_file: str, data_dir: Path, root: Path = ROOT) -> tuple[int, int]:
-    """Fill the empty ``behaviour`` cells of an experiment's rows from their revisions; returns
-    (rows labelled, of them unknown)."""
+def relabel(
+    experiment: str, sweep_file: str, data_dir: Path, root: Path = ROOT, force: bool = False
+) -> tuple[int, int]:
+    """Fill the empty ``behaviour`` cells of an experiment's rows (every cell with ``force``: after
+    the key's definition changed) from their revisions; returns (rows labelled, of them unknown)."""
     from experiments.rows import RowStore
 
     store = RowStore(experiment, data_dir)
@@ -284,7 +285,7 @@ def relabel(experiment: str, sweep_file: str, data_dir: Path, root: Path = ROOT)
         counts[1] += key.startswith(UNKNOWN_PREFIX)
         return key
 
-    store.fill_behaviour(label)
+    store.fill_behaviour(label, overwrite=force)
     return counts[0], counts[1]
 
 
@@ -303,13 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--data", default="docs/results/data")
     r.add_argument("--sweeps", default="experiments/sweeps")
+    r.add_argument(
+        "--force", action="store_true", help="label every row again (the key's definition changed)"
+    )
     args = ap.parse_args(argv)
     if args.cmd == "key":
         print(sweep_key(load_sweep(args.sweep), args.sweep))
         return 0
     for exp in args.experiments:
         sweep_file = f"{args.sweeps}/{exp}.yaml"
-        n, unknown = relabel(exp, sweep_file, Path(args.data))
+        n, unknown = relabel(exp, sweep_file, Path(args.data), force=args.force)
         print(
             f"{exp}: {n} rows labelled, {unknown} of them unknown (dirty tree or no revision)",
             file=sys.stderr,

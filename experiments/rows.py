@@ -515,9 +515,10 @@ class RowStore:
         empty (``fill_behaviour`` labels them). The caller holds the lock; returns the new header."""
         return self._insert_columns(cols, cols.index(ROUTING_COLS[-1]) + 1, list(BEHAVIOUR_COLS), [""])
 
-    def fill_behaviour(self, label: Callable[[str, str], str]) -> int:
-        """Set every empty ``behaviour`` cell to ``label(revision, run_id)`` (adding the column to a
-        file from before keys first); returns the number of rows labelled."""
+    def fill_behaviour(self, label: Callable[[str, str], str], overwrite: bool = False) -> int:
+        """Set every empty ``behaviour`` cell (every cell with ``overwrite``) to
+        ``label(revision, run_id)``, adding the column to a file from before keys first; returns
+        the number of rows labelled."""
         with self._locked():
             cols = self.columns()
             if cols is None:
@@ -531,10 +532,12 @@ class RowStore:
 
         def fill_row(cols: list[str], vals: list[str]) -> int:
             at = cols.index("behaviour")
-            if vals[at]:
+            if vals[at] and not overwrite:
                 return 0
-            vals[at] = label(vals[cols.index("revision")], vals[cols.index("run_id")])
-            return 1
+            new = label(vals[cols.index("revision")], vals[cols.index("run_id")])
+            changed = int(new != vals[at])
+            vals[at] = new
+            return changed
 
         return self._edit(fill_row)
 
