@@ -34,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final, Protocol
 
-from experiments.aggregate import METRICS, run_metrics
+from experiments.aggregate import METRICS, rto_policy_metrics, run_metrics
 from experiments.behaviour import run_key, sweep_key
 from experiments.capacity import (
     DEFAULT_MODEL,
@@ -199,6 +199,12 @@ def record_of(
     (``experiments.behaviour.run_key``)."""
     summary = read_summary(run_dir) or {}
     metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
+    routers = [
+        c
+        for f in sorted((run_dir / "routers").glob("sta*.counters.json"))
+        if isinstance(c := read_json(f), dict)
+    ]
+    metrics.update(rto_policy_metrics(routers))
     validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
     assert isinstance(validity, dict)
     reasons = tuple(str(r) for r in validity.get("reasons") or [])
