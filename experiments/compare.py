@@ -593,12 +593,12 @@ def figure_change(fig: Figure, groups: Sequence[Group], at: Mapping[str, str]) -
     """The paired change of ``fig.metric`` at one point of a change figure (``at``: its x, series
     and panel labels): every group there that is not the baseline against its baseline group (the
     same parameters with ``fig.baseline``'s values), over the seeds all of them ran, pooled as a
-    claim's mean over points; None where nothing is paired."""
+    claim's mean over points, by the figure's estimator; None where nothing is paired."""
     treated = [g for g in groups if _matches(g.params, at) and not _matches(g.params, fig.baseline)]
     blocks = _pair(treated, groups, fig.baseline)
     if not blocks:
         return None
-    change = paired_change(_aligned(blocks, fig.metric))
+    change = estimate(_aligned(blocks, fig.metric), fig.estimator)
     return None if math.isnan(change.value) else change
 
 

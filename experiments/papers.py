@@ -93,6 +93,8 @@ class Figure:
     part: str = ""
     xlabel: str = ""  # the x axis' label ("": the axis' name)
     baseline: Mapping[str, Any] = field(default_factory=dict)
+    estimator: Literal["ratio_of_means", "mean_of_ratios"] = "ratio_of_means"
+    """A change figure's estimator, as its claims' (``Claim.estimator``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +192,11 @@ def _ghanem() -> Paper:
             x="mobility.max_speed_mps",
             xlabel="maximum speed (m/s)",
             metric="throughput_total_bps",
-            ylabel="throughput change over NewReno (%)",
+            ylabel="mean per-scenario change over NewReno (%)",
             series=("routing.extensions",),
             panels=("routing.protocol",),
             baseline={"routing.extensions": []},
+            estimator="mean_of_ratios",
         ),
     )
     return Paper("ghanem2008", "Ghanem et al. 2008, ABRA and Fixed RTO", tuple(claims), figs)
