@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,22 @@ def test_the_ratio_of_means_stays_the_estimator_where_the_paper_defines_none() -
     data = _pairs([30.0, 5.0, 28.0, 12.0])
     assert _result(claim, data).value == pytest.approx(paired_change(data).value)
     assert dataclasses.replace(claim, estimator="mean_of_ratios").estimator != claim.estimator
+
+
+def test_the_committed_reports_use_only_the_vocabulary() -> None:
+    """Every report with a verdict column (docs/results/*.md, regenerated from the rows) gives each
+    claim one term of ``Term``."""
+    terms = {t.value for t in Term}
+    seen = 0
+    for report in sorted(Path("docs/results").glob("*.md")):
+        header: list[str] = []
+        for line in report.read_text(encoding="utf-8").splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| claim |"):
+                header = cells
+            elif header and line.startswith("| ") and "verdict" in header and len(cells) == len(header):
+                assert cells[header.index("verdict")] in terms, (report.name, cells[0])
+                seen += 1
+            elif not line.startswith("|"):
+                header = []
+    assert seen >= 60
