@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import pandas as pd
 
-from experiments.rows import DATA_DIR, TRANSFER_TIME_LB, RowStore, RunRecord, axes_of, fmt_num
+from experiments.rows import DATA_DIR, RTO_PER_100MB, TRANSFER_TIME_LB, RowStore, RunRecord, axes_of, fmt_num
 from experiments.stats import Summary, summarize
 
 #: Per-run metrics, in CSV column order, with their meaning.
@@ -86,6 +86,8 @@ METRICS: Final[dict[str, str]] = {
 DERIVED_METRICS: Final[dict[str, str]] = {
     TRANSFER_TIME_LB: "transfer_time_s, or the run's duration when the file never arrived (a lower "
     "bound: right-censored runs count as at least the limit), s",
+    RTO_PER_100MB: "tcp_timeouts_total per 100 Mb delivered (x 1e8 / (8 x bytes_received_total)): "
+    "Cohen & Levin's RTOs during a 100 Mb transfer",
 }
 """Metrics computed from a row's columns (``RunRecord.metric``), usable in claims and ``until``."""
 

@@ -91,6 +91,13 @@ right-censored run then counts as at least its limit instead of leaving means an
 comparisons, where dropping it would favour the variant that failed to finish."""
 
 
+RTO_PER_100MB: Final = "rto_per_100mb"
+"""A metric derived from the row, not a column: TCP timeouts per 100 Mb (1e8 bits) delivered,
+``tcp_timeouts_total`` x 1e8 / (8 x ``bytes_received_total``): Cohen & Levin's "number of RTOs
+during 100Mb transmission" (Fig. 6(a)) from our shorter transfers (Cohen: 2 MB, 16 Mb); NaN for
+a run that delivered nothing."""
+
+
 @dataclass(frozen=True, slots=True)
 class FlowRow:
     """One TCP flow of a run."""
@@ -130,6 +137,11 @@ class RunRecord:
     def metric(self, name: str) -> float:
         if name == TRANSFER_TIME_LB and name not in self.metrics:
             return self._transfer_time_lb()
+        if name == RTO_PER_100MB and name not in self.metrics:
+            delivered = self.metrics.get("bytes_received_total", math.nan)
+            if not delivered > 0:
+                return math.nan
+            return self.metrics.get("tcp_timeouts_total", math.nan) * 1e8 / (8.0 * delivered)
         return self.metrics.get(name, math.nan)
 
     def censored(self, name: str) -> bool:
