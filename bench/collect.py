@@ -32,9 +32,7 @@ def load(bench_dir: Path) -> list[dict[str, object]]:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} "
         f"({platform.machine()}, 2 cores), git {rev}.",

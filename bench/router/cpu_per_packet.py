@@ -58,33 +58,19 @@ def ip_packet(size: int, src: int = 1, dst: int = 3) -> bytes:
     """An IPv4/TCP-looking packet of ``size`` bytes from station ``src`` to ``dst``."""
     from nodes.core.ipv4 import set_header_checksum
 
-    hdr = bytearray(
-        b"\x45\x00"
-        + size.to_bytes(2, "big")
-        + b"\x12\x34\x40\x00\x40\x06\x00\x00"
-        + bytes((10, 0, 0, src, 10, 0, 0, dst))
-    )
+    hdr = bytearray(b"\x45\x00" + size.to_bytes(2, "big") + b"\x12\x34\x40\x00\x40\x06\x00\x00"
+                    + bytes((10, 0, 0, src, 10, 0, 0, dst)))
     set_header_checksum(hdr)
     return bytes(hdr) + bytes(size - 20)
 
 
-def make_router(
-    real_devices: bool, mirror: str | bool, out_dir: str, fastpath: str = "auto", trace: str = "auto"
-) -> tuple[Router, socket.socket]:
+def make_router(real_devices: bool, mirror: str | bool, out_dir: str, fastpath: str = "auto",
+                trace: str = "auto") -> tuple[Router, socket.socket]:
     config = {
-        "run_id": "bench",
-        "station_id": 2,
-        "n_stations": 3,
-        "seed": 1,
-        "medium_socket": "unused",
-        "protocol": {"name": "static", "params": {}, "routes": {}},
-        "extensions": [],
-        "ifq_len": 50,
-        "promiscuous": False,
-        "out_dir": out_dir,
-        "mirror": mirror,
-        "fastpath": fastpath,
-        "trace": trace,
+        "run_id": "bench", "station_id": 2, "n_stations": 3, "seed": 1,
+        "medium_socket": "unused", "protocol": {"name": "static", "params": {}, "routes": {}},
+        "extensions": [], "ifq_len": 50, "promiscuous": False, "out_dir": out_dir, "mirror": mirror,
+        "fastpath": fastpath, "trace": trace,
     }
     log = logging.getLogger("nodes.router.sta2")
     r = Router(RouterConfig.from_json(config), log)
@@ -113,9 +99,7 @@ def measure(n: int, size: int, real_devices: bool, mirror: str | bool) -> tuple[
         return _measure(n, size, real_devices, mirror, out_dir)
 
 
-def _measure(
-    n: int, size: int, real_devices: bool, mirror: str | bool, out_dir: str
-) -> tuple[float, dict[str, object]]:
+def _measure(n: int, size: int, real_devices: bool, mirror: str | bool, out_dir: str) -> tuple[float, dict[str, object]]:
     r, medium = make_router(real_devices, mirror, out_dir)
     packet = ip_packet(size)
     seq = 0
@@ -163,12 +147,7 @@ def medium_lockstep(sock: socket.socket, n: int, packet: bytes) -> None:
 
 
 def measure_loop(
-    n: int,
-    size: int,
-    real_devices: bool,
-    mirror: str | bool,
-    capture: bool = False,
-    fastpath: str = "auto",
+    n: int, size: int, real_devices: bool, mirror: str | bool, capture: bool = False, fastpath: str = "auto",
     trace: str = "auto",
 ) -> tuple[float, dict[str, object]]:
     """The real daemon loop (``Router.serve``: epoll, timers, counters file) with the medium in a
@@ -179,13 +158,7 @@ def measure_loop(
 
 
 def _measure_loop(
-    n: int,
-    size: int,
-    real_devices: bool,
-    mirror: str | bool,
-    out_dir: str,
-    capture: bool,
-    fastpath: str,
+    n: int, size: int, real_devices: bool, mirror: str | bool, out_dir: str, capture: bool, fastpath: str,
     trace: str = "auto",
 ) -> tuple[float, dict[str, object]]:
     r, medium = make_router(real_devices, mirror, out_dir, fastpath, trace)
@@ -210,14 +183,9 @@ def _measure_loop(
     c = r.ctx.counters if r.ctx else None
     assert c is not None and c.data_forwarded == n, (code, c)
     assert not c.malformed, c.malformed
-    info = {
-        "forwarded": c.data_forwarded,
-        "mac": dict(c.mac),
-        "exit": code,
-        "mirror_written": mirrored,
-        "fastpath": r.fastpath.stats() if r.fastpath else {"off": r.fastpath_off_reason},
-        "trace_records": r.tracer.records if r.tracer else 0,
-    }
+    info = {"forwarded": c.data_forwarded, "mac": dict(c.mac), "exit": code, "mirror_written": mirrored,
+            "fastpath": r.fastpath.stats() if r.fastpath else {"off": r.fastpath_off_reason},
+            "trace_records": r.tracer.records if r.tracer else 0}
     r.close()
     loop.close()
     return cpu / n / 1000.0, info
@@ -279,18 +247,10 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=1040, help="IP packet size (1040: TCP MSS 1000)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-netns", action="store_true", help="mirror to /dev/null, no real TAP")
-    ap.add_argument(
-        "--mirror",
-        choices=("auto", "always", "off"),
-        default="auto",
-        help="the router's mirror mode for the headline figure (default: the daemon's default)",
-    )
-    ap.add_argument(
-        "--fastpath",
-        choices=("auto", "off"),
-        default="auto",
-        help="the router's native fast path for the headline figure (default: the daemon's default)",
-    )
+    ap.add_argument("--mirror", choices=("auto", "always", "off"), default="auto",
+                    help="the router's mirror mode for the headline figure (default: the daemon's default)")
+    ap.add_argument("--fastpath", choices=("auto", "off"), default="auto",
+                    help="the router's native fast path for the headline figure (default: the daemon's default)")
     ap.add_argument("--out", default=str(ROOT / "results/bench/router_cpu_per_packet.json"))
     args = ap.parse_args()
     real = not args.no_netns and os.geteuid() == 0
@@ -322,31 +282,29 @@ def main() -> int:
         "details": {
             "samples_us": [round(v, 2) for v in values],
             "method": "router process CPU (user+sys) over Router.serve() with the medium in a child "
-            "process, lockstep RX -> TX -> TX_STATUS; median of the repetitions",
+                      "process, lockstep RX -> TX -> TX_STATUS; median of the repetitions",
             "min_us": round(min(values), 2),
             "fastpath": args.fastpath,
             "python_path_us": round(statistics.median(s[0] for s in python_path), 2),
             "python_path_samples_us": [round(s[0], 2) for s in python_path],
             "python_path_method": "the same with fastpath: off and trace: off (every packet through the "
-            "static core and the runtime in Python)",
+                                  "static core and the runtime in Python)",
             "python_path_trace_us": round(statistics.median(s[0] for s in traced), 2),
             "python_path_trace_samples_us": [round(s[0], 2) for s in traced],
             "python_path_trace_method": "the same with trace: on (4 trace records per forwarded packet: "
-            "rx, tx, tx_ok and the records' parse, nodes/core/trace.py); "
-            "the DSR/AODV routers run this path",
+                                        "rx, tx, tx_ok and the records' parse, nodes/core/trace.py); "
+                                        "the DSR/AODV routers run this path",
             "trace_records_per_packet": round(int(traced[-1][1]["trace_records"]) / args.n, 2),  # type: ignore[call-overload]
             "with_capture_us": round(statistics.median(capture_values), 2),
             "with_capture_samples_us": [round(v, 2) for v in capture_values],
             "with_capture_method": "a packet socket bound to the TAP (tcpdump's), mirror auto: both "
-            "mirror frames built and written"
-            if real
-            else "mirror: always",
+                                   "mirror frames built and written" if real else "mirror: always",
             "without_event_loop_us": round(statistics.median(direct), 2),
             "reference_scapy_ip_parse_us": round(scapy_parse_us(args.size), 1),
             "reference_syscall_floor_us": round(statistics.median(floor), 1),
             "reference_syscall_floor_samples_us": [round(v, 1) for v in floor],
             "reference_syscall_floor_method": "epoll_wait, recv RX, send TX, epoll_wait, recv "
-            "TX_STATUS against a child in lockstep, no other work",
+                                              "TX_STATUS against a child in lockstep, no other work",
             "packet_bytes": args.size,
             "packets_per_rep": args.n,
             "real_tap": real,
@@ -359,14 +317,12 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     d = result["details"]
-    print(
-        f"router CPU per forwarded packet: {value} us (target {TARGET_US} us; mirror {args.mirror}; "
-        f"samples {d['samples_us']}); Python path (fastpath off): {d['python_path_us']} us; "
-        f"Python path with the per-packet trace: {d['python_path_trace_us']} us; "
-        f"with a capture running: {d['with_capture_us']} us; without "
-        f"the event loop: {d['without_event_loop_us']} us; syscall floor: "
-        f"{d['reference_syscall_floor_us']} us; real TAP: {real}"
-    )
+    print(f"router CPU per forwarded packet: {value} us (target {TARGET_US} us; mirror {args.mirror}; "
+          f"samples {d['samples_us']}); Python path (fastpath off): {d['python_path_us']} us; "
+          f"Python path with the per-packet trace: {d['python_path_trace_us']} us; "
+          f"with a capture running: {d['with_capture_us']} us; without "
+          f"the event loop: {d['without_event_loop_us']} us; syscall floor: "
+          f"{d['reference_syscall_floor_us']} us; real TAP: {real}")
     return 0
 
 

@@ -50,29 +50,16 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     with tempfile.TemporaryDirectory(prefix="mtt-bench-") as tmp:
         sock = f"{tmp}/medium.sock"
-        medium = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests/router/fake_medium.py"), sock, str(args.n)],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        medium = subprocess.Popen([sys.executable, str(ROOT / "tests/router/fake_medium.py"), sock, str(args.n)],
+                                  stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert medium.stdout is not None and medium.stdout.readline().strip() == "ready"
         pids: list[int] = []
         t0 = time.monotonic()
         try:
             for s in range(1, args.n + 1):
-                cfg = {
-                    "run_id": "bench",
-                    "station_id": s,
-                    "n_stations": args.n,
-                    "seed": 1,
-                    "medium_socket": sock,
-                    "protocol": {"name": "static", "params": {}, "routes": {}},
-                    "extensions": [],
-                    "ifq_len": 50,
-                    "promiscuous": False,
-                    "out_dir": f"{tmp}/routers",
-                }
+                cfg = {"run_id": "bench", "station_id": s, "n_stations": args.n, "seed": 1, "medium_socket": sock,
+                       "protocol": {"name": "static", "params": {}, "routes": {}}, "extensions": [],
+                       "ifq_len": 50, "promiscuous": False, "out_dir": f"{tmp}/routers"}
                 pid = os.fork()
                 if pid == 0:
                     code = 1
@@ -104,46 +91,19 @@ def main() -> int:
     cmd = ".venv/bin/python bench/router/startup_idle.py " + " ".join(sys.argv[1:])
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "router_startup_cpu.json").write_text(
-        json.dumps(
-            {
-                "name": "router_startup_cpu",
-                "value": round(startup_ms, 1),
-                "unit": "ms CPU/station",
-                "target": 30.0,
-                "meets_target": startup_ms <= 30.0,
-                "command": cmd,
-                "details": {
-                    "stations": args.n,
-                    "all_up_wall_s": round(up_s, 2),
-                    "cpu_clock": "clock_getcpuclockid",
-                    "settle_s": SETTLE_S,
-                },
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    (out / "router_idle_cpu.json").write_text(
-        json.dumps(
-            {
-                "name": "router_idle_cpu",
-                "value": round(idle_pct, 2),
-                "unit": "% of one core",
-                "target": 5.0,
-                "meets_target": idle_pct < 5.0,
-                "command": cmd,
-                "details": {"stations": args.n, "idle_s": args.idle_s},
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    print(
-        f"{args.n} stations up in {up_s:.2f} s wall; start-up CPU {startup_ms:.1f} ms/station "
-        f"(forked from a zygote); idle CPU {idle_pct:.2f}% of one core over {args.idle_s} s; "
-        f"exit statuses {sorted(set(codes))}"
-    )
+    (out / "router_startup_cpu.json").write_text(json.dumps({
+        "name": "router_startup_cpu", "value": round(startup_ms, 1), "unit": "ms CPU/station",
+        "target": 30.0, "meets_target": startup_ms <= 30.0, "command": cmd,
+        "details": {"stations": args.n, "all_up_wall_s": round(up_s, 2), "cpu_clock": "clock_getcpuclockid", "settle_s": SETTLE_S},
+    }, indent=2) + "\n")
+    (out / "router_idle_cpu.json").write_text(json.dumps({
+        "name": "router_idle_cpu", "value": round(idle_pct, 2), "unit": "% of one core",
+        "target": 5.0, "meets_target": idle_pct < 5.0, "command": cmd,
+        "details": {"stations": args.n, "idle_s": args.idle_s},
+    }, indent=2) + "\n")
+    print(f"{args.n} stations up in {up_s:.2f} s wall; start-up CPU {startup_ms:.1f} ms/station "
+          f"(forked from a zygote); idle CPU {idle_pct:.2f}% of one core over {args.idle_s} s; "
+          f"exit statuses {sorted(set(codes))}")
     return 0
 
 

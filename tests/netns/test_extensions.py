@@ -64,7 +64,9 @@ class Run(StackRun):
         if ext_params:
             routing["extension_params"] = {ext: ext_params}
         super().__init__(
-            chain_testbed(tmp, name, duration_s, [FLOW], routing, experiment="extensions-netns", tcp=tcp),
+            chain_testbed(
+                tmp, name, duration_s, [FLOW], routing, experiment="extensions-netns", tcp=tcp
+            ),
             "extensions_test.json",
         )
         self.extra["test"] = name
