@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import Final
 
 import numpy as np
+from statsmodels.stats.multitest import multipletests
 
 from experiments.papers import Claim
 from experiments.stats import Change
@@ -55,20 +56,14 @@ class Term(StrEnum):
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values, in the input's order (NaN stays NaN and is not
-    counted in the family): sorted ascending, p_(i) x (m - i + 1), made monotone, capped at 1.
-    The same numbers as ``statsmodels.stats.multitest.multipletests(p, method="holm")[1]``
-    (statsmodels is not a dependency of the testbed's environment)."""
+    """Holm's (1979) step-down adjusted p-values, in the input's order (statsmodels'
+    ``multipletests(method="holm")``); NaN stays NaN and is not counted in the family."""
     p = np.asarray([float(x) for x in p_values], dtype=float)
     out = np.full(p.size, math.nan)
-    idx = np.flatnonzero(~np.isnan(p))
-    m = idx.size
-    if m == 0:
-        return out.tolist()
-    order = idx[np.argsort(p[idx], kind="stable")]
-    scaled = p[order] * (m - np.arange(m))
-    out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
-    return out.tolist()
+    keep = ~np.isnan(p)
+    if keep.any():
+        out[keep] = multipletests(p[keep], alpha=ALPHA, method="holm")[1]
+    return [float(x) for x in out]
 
 
 def family_confidence(k: int, alpha: float = ALPHA) -> float:
