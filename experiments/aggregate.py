@@ -246,6 +246,10 @@ class Group:
     def by_seed(self, metric: str) -> dict[int, float]:
         return {r.seed: r.metric(metric) for r in self.runs}
 
+    def behaviour_by_seed(self) -> dict[int, str]:
+        """Each seed's run's behaviour key (``experiments.behaviour``)."""
+        return {r.seed: r.behaviour for r in self.runs}
+
 
 def group_runs(rows: Iterable[RunRecord]) -> list[Group]:
     out: dict[tuple[tuple[str, str], ...], Group] = {}

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_changed
+from experiments.behaviour import UNKNOWN_PREFIX
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
 from experiments.rows import DATA_DIR, DIRTY_SUFFIX, RunRecord
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep
@@ -185,11 +186,29 @@ def _matches(params: Mapping[str, str], where: Mapping[str, object]) -> bool:
     return all(k in params and params[k] == label(v) for k, v in where.items())
 
 
+def _same_code_seeds(t: Group, b: Group, metric: str) -> set[int]:
+    """The seeds both points ran whose two runs have the same behaviour key (issue 48, item 5: a
+    pair's arms come from the same code and scenario files; an empty or unknown key pairs with
+    nothing)."""
+    tk, bk = t.behaviour_by_seed(), b.behaviour_by_seed()
+    both = set(t.by_seed(metric)) & set(b.by_seed(metric))
+    return {s for s in both if tk[s] and tk[s] == bk[s] and not tk[s].startswith(UNKNOWN_PREFIX)}
+
+
+def _mixed_pairs(blocks: Sequence[tuple[Group, Group]], metric: str) -> int:
+    """Seed pairs left out because their two runs ran different code or scenario files."""
+    return sum(
+        len((set(t.by_seed(metric)) & set(b.by_seed(metric))) - _same_code_seeds(t, b, metric))
+        for t, b in blocks
+    )
+
+
 def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> Aligned:
-    """Per block, (treatment, baseline) values over the seeds every block has for both."""
+    """Per block, (treatment, baseline) values over the seeds every block has for both, from runs
+    of the same behaviour key (``_same_code_seeds``)."""
     common: set[int] | None = None
     for t, b in blocks:
-        seeds = set(t.by_seed(metric)) & set(b.by_seed(metric))
+        seeds = _same_code_seeds(t, b, metric)
         common = seeds if common is None else common & seeds
     order = sorted(common or ())
     out = []
@@ -272,6 +291,15 @@ def _evaluate(
     blocks = _pair(treated, groups, claim.baseline)
     if not blocks:
         return Result(claim, NAN_CHANGE, 0, 0, "no baseline points")
+    res = _evaluate_pairs(claim, blocks, min_seeds)
+    mixed = _mixed_pairs(blocks, claim.metric)
+    if not mixed:
+        return res
+    extra = f"{mixed} seed pair{'s' if mixed > 1 else ''} left out: the two runs ran different code or scenario files"
+    return dataclasses.replace(res, note=f"{res.note}; {extra}" if res.note else extra)
+
+
+def _evaluate_pairs(claim: Claim, blocks: list[tuple[Group, Group]], min_seeds: int) -> Result:
     if claim.combine == "mean":
         data = _aligned(blocks, claim.metric)
         change = estimate(data, claim.estimator)

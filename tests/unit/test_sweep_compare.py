@@ -450,6 +450,7 @@ def _record(params: dict[str, str], seed: int, **metrics: float) -> RunRecord:
         "rev",
         "h",
         "t",
+        behaviour="aaaaaaaaaaaa",  # one code for every run (the pairing needs a shared key)
     )
 
 
@@ -552,3 +553,21 @@ def test_verdicts_at_the_edges() -> None:
     short = Change(10, -41.0, -47.0, -35.0, 0.95, "fieller")
     res = Result(loss, short, 1, 20, min_seeds=10, max_seeds=30)
     assert res.verdict == "reproduced in direction, smaller" and res.within_factor == "no (0.48x)"
+
+
+def test_pairs_whose_runs_ran_different_code_are_left_out_and_named() -> None:
+    """Issue 48, item 5: seed 2's treatment ran other code than its baseline, seed 3's two runs
+    have unknown keys (a dirty tree): only seed 1 pairs, and the note says why the others do not."""
+    claim = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-throughput")
+    keys = {1: ("k", "k"), 2: ("k", "j"), 3: ("u0123456789a", "u0123456789a")}
+    runs = [
+        dataclasses.replace(
+            _record({"scheme": s, "speed": "10", "tcp_flows": "1"}, seed, throughput_total_bps=v),
+            behaviour=keys[seed][0 if s == "epln_bead" else 1],
+        )
+        for seed in (1, 2, 3)
+        for s, v in (("elfn", 400.0 + seed), ("epln_bead", 460.0 + 2 * seed))
+    ]
+    res = evaluate(claim, group_runs(runs))
+    assert res.change.n == 1
+    assert "2 seed pairs left out: the two runs ran different code or scenario files" in res.note
