@@ -198,6 +198,7 @@ class DsrRouting(RoutingProtocol):
             link_size=p.link_cache_size,
             timeout_ns=p.route_cache_timeout_ns,
             bidirectional=p.bidirectional_links,
+            shortest_over_both=p.cache_lookup == "shortest",
             notify=self._cache_notify,
         )
         self.send_buffer = SendBuffer(p.max_send_buffer_length, p.send_buffer_timeout_ns)
@@ -208,6 +209,8 @@ class DsrRouting(RoutingProtocol):
         self.ack_id = 0
         self.last_rerr: RouteError | None = None
         """The Route Error to piggyback on the next Route Request (gratuitous Route Error)."""
+        self.last_rerr_ns = 0
+        """When ``last_rerr`` was received (``grat_rerr_max_hold_s``)."""
         self.pending_replies: dict[tuple[int, int], tuple[Path, int]] = {}
         self._snooped: dict[Path, int] = {}
         self._now = 0
@@ -368,14 +371,33 @@ class DsrRouting(RoutingProtocol):
         if p.grat_route_errors and self.last_rerr is not None:
             # Section 4.3 / 8.3.5 "gratuitous Route Error": the last Route Error received is
             # piggybacked on the next Route Request, so that the flood purges the broken link.
-            opts.append(self.last_rerr)
-            self.last_rerr = None
+            # ns-2 (sendOutRtReq): only while younger than max_err_hold, and held until a
+            # propagating request has carried it.
+            hold = p.grat_rerr_max_hold_ns
+            if hold is None or self._now - self.last_rerr_ns < hold:
+                opts.append(self.last_rerr)
+                if not (nonprop and p.grat_rerr_until_propagating):
+                    self.last_rerr = None
+            else:
+                self.last_rerr = None
         opts.append(RouteRequest(self.rreq_id, d.target, ()))
         pkt = build(self.me, None, opts, ttl=1 if nonprop else p.discovery_hop_limit)
         self._send(pkt, BROADCAST, "rreq")
         self.ctx.counters.routing_sent["rreq"] += 1
         d.last_id = self.rreq_id
         d.last_sent_ns = self._now
+        if p.request_backoff == "ns2_cycles":
+            # dsragent.cc BackOffTest / getRouteForPacket: a cycle is a non-propagating request
+            # and, arp_timeout later, one propagating request; the next cycle starts
+            # rt_rq_period * 4^k after this one began.
+            if nonprop or not d.nonprop_pending:
+                d.tries += 1
+                d.cycle_started_ns = self._now
+            d.nonprop_pending = nonprop
+            cycle_end = d.cycle_started_ns + p.ns2_cycle_gap_ns(d.tries)
+            wait = p.nonprop_request_timeout_ns if nonprop else cycle_end - self._now
+            self._out.append(SetTimer(RreqTimer(d.target), self._now + wait))
+            return
         if nonprop:
             d.nonprop_pending = True
             wait = p.nonprop_request_timeout_ns
@@ -400,13 +422,16 @@ class DsrRouting(RoutingProtocol):
         if self.cache.find(target, self._now) is not None:
             self._flush_send_buffer()
             return
+        if self.p.request_backoff == "ns2_cycles" and d.nonprop_pending:
+            self._send_rreq(d, nonprop=False)  # the cycle's propagating request
+            return
         if d.tries >= self.p.max_request_rexmt:
             self.requests.finish(target)
             for b in self.send_buffer.take(target):
                 self._drop(b.packet, "no_route", None)
             self._arm_send_buffer()
             return
-        self._send_rreq(d, nonprop=False)
+        self._send_rreq(d, nonprop=self.p.request_backoff == "ns2_cycles" and self.p.nonprop_request)
 
     def _recv_rreq(self, ev: FromAir, dp: DsrPacket, rreq: RouteRequest) -> None:
         """Section 8.2.2: process a received Route Request."""
@@ -420,8 +445,9 @@ class DsrRouting(RoutingProtocol):
             return
         c.routing_received["rreq"] += 1
         self._process_rerrs(dp, ev.packet, for_me=False, overheard=False)
-        self._learn(record, len(record) - 1, primary=False)
-        if rreq.target == self.me:
+        target = rreq.target == self.me
+        self._learn(record, len(record) - 1, primary=target and self.p.target_record_primary)
+        if target:
             # Section 8.2.4: the target returns the accumulated route record (every copy).
             self._send_rrep(record)
             self._flush_if_waiting()
@@ -588,6 +614,7 @@ class DsrRouting(RoutingProtocol):
             self.ctx.counters.routing_received["rerr"] += 1
             if link is not None:
                 self.last_rerr = o
+                self.last_rerr_ns = self._now
             nxt = next((f for f in following if not isinstance(f, (Pad1, PadN, SourceRoute))), None)
             if (
                 isinstance(nxt, RouteError)
@@ -759,12 +786,24 @@ class DsrRouting(RoutingProtocol):
             )
         self.cache.remove_link(self.me, nh, self._now)
         groups: dict[int, tuple[Path, int, list[bytes]]] = {}
-        for f in [frame, *queued]:
-            self._undeliverable(f, nh, groups)
+        self._undeliverable(frame, nh, groups, report=True)
+        failed_origins = set(groups)
+        # ns-2 xmitFailed: only the failed packet causes a Route Error; the queued packets go
+        # through undeliverablePkt (their losses still listed on that Route Error's event).
+        per_source = self.p.link_failure_rerrs == "per_source"
+        for f in queued:
+            self._undeliverable(f, nh, groups, report=per_source)
         for err_dst, (back, salvage, pkts) in groups.items():
+            if not per_source and err_dst not in failed_origins:
+                continue
             self._send_rerr(err_dst, back, salvage, pkts, nh, [])
 
-    def _undeliverable(self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]]) -> None:
+    def _undeliverable(
+        self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]], *, report: bool
+    ) -> None:
+        """Handle one packet the broken link could not carry; ``groups`` collects the packets per
+        Route Error destination. ``report`` False (a queued packet under ``link_failure_rerrs =
+        failed_packet``): no nested Route Error, the packet is salvaged like any other."""
         pkt = f.packet
         kind = f.meta.get("dsr", "data")
         if kind in ("ack", "rreq"):
@@ -791,7 +830,7 @@ class DsrRouting(RoutingProtocol):
             return
         if origin != self.me:
             back = tuple(reversed(path[:j]))
-            if has_rerr:
+            if has_rerr and report:
                 # Section 8.3.4: a Route Error that meets a broken link: nested Route Error to its
                 # source, carrying the Route Error (and what follows it).
                 nested = self._nested_options(dp, sr.salvage)
@@ -832,6 +871,9 @@ class DsrRouting(RoutingProtocol):
         if route is None:
             self._drop(pkt, "link_failure", path)
             return
+        if not self.p.salvage_bad_replies and self._bad_reply(dp, path[next_pos(sr)]):
+            self._drop(pkt, "link_failure", path)  # ns-2: DROP_RTR_MAC_CALLBACK
+            return
         # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
         addrs = (self.me,) + route[1:-1]
         new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, sr.salvage + 1)
@@ -845,6 +887,17 @@ class DsrRouting(RoutingProtocol):
             )
         self._route_sent(route, route[1], kind)
         self._send(new, route[1], kind, salvaged=sr.salvage + 1)
+
+    def _bad_reply(self, dp: DsrPacket, nh: int) -> bool:
+        """ns-2 ``dsragent_dont_salvage_bad_replies`` (undeliverablePkt): the packet is a Route
+        Reply whose returned route holds the failed link, either way round
+        (``dsragent_require_bi_routes``), and nothing else worth salvaging (no Route Error)."""
+        rrep = dp.find(RouteReply)
+        if not isinstance(rrep, RouteReply) or dp.find(RouteError) is not None or dp.dst is None:
+            return False
+        route = (dp.dst,) + rrep.addresses
+        links = set(zip(route, route[1:], strict=False))
+        return (self.me, nh) in links or (nh, self.me) in links
 
     def _nested_options(self, dp: DsrPacket, salvage: int) -> list[DsrOption]:
         """Section 8.3.4: the Route Error and Acknowledgement options of the triggering packet, in

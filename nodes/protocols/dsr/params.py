@@ -8,9 +8,21 @@ properties, which are derived, never second literals.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from nodes.core.clock import seconds
 from nodes.protocols.profiles import ProfileTable, RoutingProfile, check_table
+
+CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "cache": ("path", "link"),
+    "request_backoff": ("doubling", "ns2_cycles"),
+    "link_failure_rerrs": ("per_source", "failed_packet"),
+    "cache_lookup": ("primary_first", "shortest"),
+}
+"""The values each string-valued behaviour field accepts (checked in ``__post_init__``)."""
+
+NS2_BACKOFF_BASE: Final = 4
+"""dsragent.cc ``BackOffTest``: the wait grows by ``1 << 2`` = 4 per Route Request cycle."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +97,72 @@ class DsrParams:
     ttl: int = 64
     """IP TTL of the routing packets this node originates (Route Reply, Route Error, ACK)."""
 
+    # ---- behaviours where ns-2 and RFC 4728 differ (issue 46; docs/dsr.md "Profiles") ------
+    grat_rerr_until_propagating: bool = False
+    """Keep the held (gratuitous) Route Error until a *propagating* Route Request carries it.
+    False (legacy): the next Route Request carries it, usually the non-propagating one (hop limit
+    1), and it is cleared there, so the flood 30 ms later purges nothing beyond one hop. True
+    (ns-2): dsragent.cc ``DSRAgent::sendOutRtReq``, ns-2.1b8a and ns-2.29 alike: the error rides
+    on every request while held and ``route_error_held`` is cleared only ``if (max_prop > 0)``.
+    RFC 4728 section 8.2.1 / 8.3.5 name no request type (the ``rfc`` profile keeps the legacy
+    rule)."""
+    grat_rerr_max_hold_s: float | None = None
+    """The age limit of a held Route Error: one older than this is no longer sent on a Route
+    Request. None (legacy): no limit. 1.0 (ns-2): ``max_err_hold`` in dsragent.cc
+    (``DSRAgent::sendOutRtReq``: ``now - route_error_data_time < max_err_hold``), ns-2.1b8a and
+    ns-2.29 alike. RFC 4728 sets no such limit."""
+    request_backoff: str = "doubling"
+    """How Route Requests are retried while a discovery lasts.
+
+    ``doubling`` (legacy, RFC 4728 section 8.2.1): one non-propagating request, then propagating
+    requests, ``request_period`` after the first and the wait doubled after each, up to
+    ``max_request_period``.
+
+    ``ns2_cycles`` (dsragent.cc ``BackOffTest`` and ``DSRAgent::getRouteForPacket``, ns-2.1b8a
+    and ns-2.29 alike): every cycle is a non-propagating request and, ``nonprop_request_timeout``
+    later without a reply, one propagating request; cycle k + 1 starts
+    ``min(request_period * 4**k, max_request_period)`` after cycle k began
+    (``next = (1 << (rt_reqs_outstanding * 2)) * rt_rq_period``), so cycles start 0, 2, 10,
+    20, ... s after the first (the first cycle is the one the entry's initial
+    ``last_rt_req = -(rt_rq_period + 1)`` lets through at once). ns-2 runs both decisions on the
+    send buffer check (``BUFFER_CHECK`` 30 ms + U(0, 30 ms)); here they run on timers at the
+    exact times, 0-60 ms earlier than ns-2's tick would. ns-2 has no request limit (the 30 s
+    send buffer timeout ends a discovery); ``max_request_rexmt`` counts cycles here."""
+    link_failure_rerrs: str = "per_source"
+    """Which Route Errors a link failure sends. ``per_source`` (legacy): one to the source of
+    each of the failed packet and every interface-queue packet for that next hop (so ELFN
+    freezes each). ``failed_packet`` (ns-2: dsragent.cc ``DSRAgent::xmitFailed``, ns-2.1b8a and
+    ns-2.29 alike): one, to ``srh->addrs[0]`` of the packet whose transmission failed; the
+    queued packets go through ``undeliverablePkt`` (own ones routed again, others salvaged or
+    dropped) without a Route Error; Yu 2004 section 3.3 describes the same. RFC 4728 section
+    8.3.4 asks for a Route Error for the packet whose delivery could not be confirmed, so the
+    ``rfc`` profile uses ``failed_packet`` too."""
+    cache_lookup: str = "primary_first"
+    """Path cache lookup. ``primary_first`` (legacy): the shortest route of the primary cache,
+    the secondary cache only without one. ``shortest`` (ns-2: mobicache.cc
+    ``MobiCache::findRoute``, ns-2.1b8a and ns-2.29 alike): the shortest over both caches, the
+    primary winning a tie (it is searched first and only a strictly shorter route replaces it).
+    RFC 4728 section 4.1 knows one cache, whose shortest route is what ``shortest`` returns."""
+    target_record_primary: bool = False
+    """Where the target of a Route Request caches the reversed route record. False (legacy):
+    the secondary cache, like every snooped route. True (ns-2: dsragent.cc
+    ``DSRAgent::returnSrcRouteToRequestor`` calls ``route_cache->addRoute``, which
+    ``MobiCache::addRoute`` puts in the primary cache; ns-2.1b8a and ns-2.29 alike). RFC 4728
+    section 8.2.4 only says the target MAY cache it (one cache: the ``rfc`` profile follows
+    ns-2)."""
+    salvage_bad_replies: bool = True
+    """Salvage a transit Route Reply whose returned route holds the link that just failed.
+    True (legacy). False (ns-2: ``dsragent_dont_salvage_bad_replies = true`` in dsragent.cc
+    ``DSRAgent::undeliverablePkt``, ns-2.1b8a and ns-2.29 alike): such a reply is dropped (the
+    reverse direction counts too, ``dsragent_require_bi_routes``). RFC 4728 section 8.3.6
+    salvages any packet (the ``rfc`` profile keeps salvaging)."""
+
     def __post_init__(self) -> None:
-        if self.cache not in ("path", "link"):
-            raise ValueError(f"cache must be 'path' or 'link', got {self.cache!r}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if self.grat_rerr_max_hold_s is not None and self.grat_rerr_max_hold_s < 0:
+            raise ValueError("grat_rerr_max_hold_s must be >= 0 or None")
         if not 0 <= self.max_salvage_count <= 15:
             raise ValueError("max_salvage_count must fit the 4-bit Salvage field (0..15)")
         if not 1 <= self.discovery_hop_limit <= 255:
@@ -154,14 +229,36 @@ class DsrParams:
     def reply_storm_hop_delay_ns(self) -> int:
         return seconds(self.reply_storm_hop_delay_s)
 
+    @property
+    def grat_rerr_max_hold_ns(self) -> int | None:
+        return None if self.grat_rerr_max_hold_s is None else seconds(self.grat_rerr_max_hold_s)
+
+    def ns2_cycle_gap_ns(self, cycles: int) -> int:
+        """``BackOffTest``: the time from the start of cycle ``cycles`` (1-based) to the next."""
+        gap: int = self.request_period_ns * NS2_BACKOFF_BASE**cycles
+        return min(gap, self.max_request_period_ns)
+
 
 PROFILES: ProfileTable = {
     # The testbed's behaviour before profiles: the dataclass defaults.
     RoutingProfile.LEGACY: {},
     # RFC 4728 where the defaults follow ns-2.
-    RoutingProfile.RFC: {},
-    # ns-2's dsragent.cc/mobicache.cc as the papers ran them (docs/dsr.md "Profiles").
-    RoutingProfile.NS2: {},
+    RoutingProfile.RFC: {
+        "link_failure_rerrs": "failed_packet",
+        "cache_lookup": "shortest",
+        "target_record_primary": True,
+    },
+    # ns-2's dsragent.cc/mobicache.cc as the papers ran them (docs/dsr.md "Profiles"): ns-2.1b8a
+    # (Yu 2004); where ns-2.29 (Ghanem 2008) differs the scenario sets the field.
+    RoutingProfile.NS2: {
+        "grat_rerr_until_propagating": True,
+        "grat_rerr_max_hold_s": 1.0,
+        "request_backoff": "ns2_cycles",
+        "link_failure_rerrs": "failed_packet",
+        "cache_lookup": "shortest",
+        "target_record_primary": True,
+        "salvage_bad_replies": False,
+    },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the
 dataclass defaults, which are the ``legacy`` behaviour."""

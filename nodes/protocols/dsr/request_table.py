@@ -28,6 +28,8 @@ class Discovery:
     last_sent_ns: int = 0
     last_id: int = 0
     nonprop_pending: bool = False
+    cycle_started_ns: int = 0
+    """``request_backoff = ns2_cycles``: when the current request cycle began (``last_rt_req``)."""
 
 
 class RequestTable:

@@ -1,0 +1,274 @@
+"""The behaviours in which the ``ns2`` and ``rfc`` routing profiles differ (issue 46; the table in
+docs/dsr.md "Profiles"), one virtual-time test each: the exact sequence, ns-2's outcome under
+``ns2`` (dsragent.cc / mobicache.cc of ns-2.1b8a, which ns-2.29 keeps for these) and the RFC 4728
+rule under ``rfc``. The parameters come from the profile tables (``effective_params``)."""
+
+from __future__ import annotations
+
+import pytest
+from dsr_helpers import chain_links, profile_core, profile_net, record_hooks, sent, source_route, udp
+
+from nodes.core import NS_PER_MS, NS_PER_S, Drop, FromAir, Send, TxStatus
+from nodes.core.hooks import PacketDropped
+from nodes.core.sim import SimNetwork
+from nodes.protocols.dsr.events import DsrRouteErrorReceived
+from nodes.protocols.dsr.options import (
+    DsrPacket,
+    RouteError,
+    RouteReply,
+    RouteRequest,
+    SourceRoute,
+    build,
+    parse,
+)
+
+
+def route_errors(n: SimNetwork, src: int) -> list[tuple[float, int, DsrPacket]]:
+    """Route Error packets ``src`` sent (not Route Requests carrying one): (ms, to, packet)."""
+    return [(t, d, dp) for t, s, d, dp in sent(n, src) if dp.find(RouteError) and not dp.find(RouteRequest)]
+
+
+def requests(n: SimNetwork, src: int, since_ms: float = 0.0) -> list[tuple[float, DsrPacket]]:
+    """Route Requests ``src`` originated or forwarded from ``since_ms`` on: (ms, packet)."""
+    return [(t, dp) for t, s, _, dp in sent(n, src) if dp.find(RouteRequest) and t >= since_ms]
+
+
+# ---------------------------------------------------------------- the gratuitous Route Error
+def broken_chain(profile: str) -> tuple[SimNetwork, int]:
+    """1-2-3-4-5 with the route in use, then 3-4 breaks under a packet from 1: node 3's Route
+    Error reaches node 1, which holds it. Returns the network and when node 1 received it."""
+    n = profile_net(profile, 5, chain_links(5))
+    n.inject(1, udp(1, 5))
+    n.run_until(NS_PER_S)
+    assert len(n.nodes[5].delivered) == 1
+    got = record_hooks(n, 1, DsrRouteErrorReceived)
+    n.link_down(3, 4)
+    n.inject(1, udp(1, 5))
+    n.run_until(NS_PER_S + 100 * NS_PER_MS)
+    (ev,) = got
+    assert isinstance(ev, DsrRouteErrorReceived) and ev.for_me and ev.rerr.link == (3, 4)
+    return n, ev.now_ns
+
+
+@pytest.mark.parametrize(
+    ("profile", "carried_by"),
+    [
+        # ns-2 sendOutRtReq: the non-propagating request carries it and keeps it held, the
+        # propagating one 30 ms later carries it too and clears it; node 2 floods it on.
+        ("ns2", [1, 255]),
+        # the next request carries it, whichever: the hop-limit-1 one, and it is gone
+        ("rfc", [1]),
+        ("legacy", [1]),
+    ],
+)
+def test_held_route_error_rides_until_a_propagating_request(profile: str, carried_by: list[int]) -> None:
+    n, t_err = broken_chain(profile)
+    t1 = t_err + 500 * NS_PER_MS
+    n.inject(1, udp(1, 5), at_ns=t1)
+    n.run_until(t1 + NS_PER_S)
+    mine = [(t, dp) for t, dp in requests(n, 1, t1 / NS_PER_MS) if dp.src == 1]
+    assert [t - t1 / NS_PER_MS for t, _ in mine][:2] == [0.0, 30.0]
+    assert [dp.ttl for _, dp in mine][:2] == [1, 255]
+    with_err = [dp.ttl for _, dp in mine if dp.find(RouteError)]
+    assert with_err == carried_by
+    for _, dp in mine:
+        err = dp.find(RouteError)
+        assert err is None or (isinstance(err, RouteError) and err.link == (3, 4))
+    # beyond one hop: node 2 rebroadcasts the propagating request with the error on it
+    relayed = [dp for _, dp in requests(n, 2, t1 / NS_PER_MS) if dp.find(RouteError)]
+    assert len(relayed) == (1 if 255 in carried_by else 0)
+
+
+@pytest.mark.parametrize(
+    ("profile", "age_ms", "carried"),
+    [
+        ("ns2", 999, True),  # max_err_hold = 1 s: "now - route_error_data_time < max_err_hold"
+        ("ns2", 1000, False),
+        ("ns2", 5000, False),
+        ("rfc", 5000, True),  # no age limit
+        ("legacy", 5000, True),
+    ],
+)
+def test_held_route_error_older_than_one_second_is_not_sent(profile: str, age_ms: int, carried: bool) -> None:
+    n, t_err = broken_chain(profile)
+    t1 = t_err + age_ms * NS_PER_MS
+    n.inject(1, udp(1, 5), at_ns=t1)
+    n.run_until(t1 + NS_PER_S)
+    mine = [dp for _, dp in requests(n, 1, t1 / NS_PER_MS) if dp.src == 1]
+    assert len(mine) >= 2
+    assert any(dp.find(RouteError) for dp in mine) is carried
+
+
+# ---------------------------------------------------------------- Route Request retries
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        # ns-2 BackOffTest: cycles 0, 2, 10, 20 s (0.5 x 4^k, capped at 10 s), each a
+        # non-propagating request and, 30 ms later, a propagating one
+        (
+            "ns2",
+            [(0, 1), (30, 255), (2000, 1), (2030, 255), (10000, 1), (10030, 255), (20000, 1), (20030, 255)],
+        ),
+        # RFC 4728 8.2.1: one non-propagating request, then propagating ones 0.5 s apart, doubling
+        (
+            "rfc",
+            [
+                (0, 1),
+                (30, 255),
+                (530, 255),
+                (1530, 255),
+                (3530, 255),
+                (7530, 255),
+                (15530, 255),
+                (25530, 255),
+            ],
+        ),
+    ],
+)
+def test_route_request_times_after_the_first_failure(profile: str, expected: list[tuple[int, int]]) -> None:
+    n = profile_net(profile, 2, [])
+    dropped: list[tuple[int, str]] = []
+    n.nodes[1].ctx.hooks.subscribe(PacketDropped, lambda ev: dropped.append((ev.now_ns, ev.reason)))
+    n.inject(1, udp(1, 2))
+    n.run_until(29_900 * NS_PER_MS)
+    assert [(round(t), dp.ttl) for t, dp in requests(n, 1)] == expected
+    assert dropped == []
+    n.run_until(31 * NS_PER_S)
+    assert dropped == [(30 * NS_PER_S, "send_buffer_timeout")]  # SendBufferTimeout, ns-2 SEND_TIMEOUT
+
+
+# ---------------------------------------------------------------- Route Errors at a link failure
+def two_sources(profile: str) -> SimNetwork:
+    """1-2-3-4-5 and 6-2: sources 1 and 6 send to 5 through 3; then 3-4 breaks while a packet of
+    each is on its way, the second waiting in node 3's interface queue behind the first."""
+    n = profile_net(profile, 6, [*chain_links(5), (6, 2)])
+    n.inject(1, udp(1, 5))
+    n.inject(6, udp(6, 5), at_ns=200 * NS_PER_MS)
+    n.run_until(NS_PER_S)
+    assert len(n.nodes[5].delivered) == 2
+    n.link_down(3, 4)
+    t0 = n.now_ns
+    n.inject(1, udp(1, 5), at_ns=t0)
+    n.inject(6, udp(6, 5), at_ns=t0 + NS_PER_MS)
+    n.run_until(t0 + 300 * NS_PER_MS)
+    return n
+
+
+@pytest.mark.parametrize(
+    ("profile", "told"),
+    [
+        ("ns2", [1]),  # xmitFailed: one Route Error, for the failed packet (source 1)
+        ("rfc", [1]),  # 8.3.4: for the packet whose delivery could not be confirmed
+        ("legacy", [1, 6]),  # one per source of the failed and the queued packets
+    ],
+)
+def test_one_route_error_per_failed_packet_queued_packets_dropped(profile: str, told: list[int]) -> None:
+    n = two_sources(profile)
+    errs = route_errors(n, 3)
+    dsts = sorted(dp.dst for _, _, dp in errs if dp.dst is not None)
+    assert dsts == told
+    for _, _, dp in errs:
+        err = dp.find(RouteError)
+        assert isinstance(err, RouteError) and err.link == (3, 4) and err.err_dst == dp.dst
+    # both packets lost at node 3 (no other route to salvage over), each reported as a drop
+    assert n.nodes[3].ctx.counters.drops["link_failure"] == 2
+    assert n.nodes[3].ctx.counters.routing_sent["rerr"] == len(told)
+
+
+# ---------------------------------------------------------------- the path cache
+@pytest.mark.parametrize(
+    ("profile", "found"),
+    [
+        ("ns2", (3, 9, 5)),  # MobiCache::findRoute: shortest over both caches
+        ("rfc", (3, 9, 5)),  # one cache: its shortest route
+        ("legacy", (3, 1, 2, 4, 5)),  # the primary cache's route first
+    ],
+)
+def test_shortest_route_over_both_caches(profile: str, found: tuple[int, ...]) -> None:
+    c = profile_core(profile, station=3)
+    c.add_route((3, 1, 2, 4, 5), primary=True)
+    c.add_route((3, 9, 5), primary=False)
+    assert c.cache.find(5, 0) == found
+
+
+@pytest.mark.parametrize("profile", ["ns2", "rfc", "legacy"])
+def test_equal_length_routes_primary_wins(profile: str) -> None:
+    c = profile_core(profile, station=3)
+    c.add_route((3, 1, 5), primary=True)
+    c.add_route((3, 9, 5), primary=False)
+    assert c.cache.find(5, 0) == (3, 1, 5)
+
+
+@pytest.mark.parametrize(
+    ("profile", "store"),
+    [
+        ("ns2", "primary"),  # returnSrcRouteToRequestor: route_cache->addRoute -> primary
+        ("rfc", "primary"),
+        ("legacy", "secondary"),
+    ],
+)
+def test_target_caches_the_reversed_route_record(profile: str, store: str) -> None:
+    c = profile_core(profile, station=5)
+    rreq = build(1, None, [RouteRequest(7, 5, (2, 3, 4))], ttl=250)
+    acts = c.on_event(FromAir(rreq, 4, 0xFFFFFFFF), 0)
+    (reply,) = [a for a in acts if isinstance(a, Send)]
+    assert reply.frame.next_hop == 4
+    assert c.cache.paths(store) == [(5, 4, 3, 2, 1)]  # type: ignore[union-attr]
+    other = "secondary" if store == "primary" else "primary"
+    assert c.cache.paths(other) == []  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- salvaging a Route Reply
+@pytest.mark.parametrize(
+    ("profile", "salvaged"),
+    [
+        ("ns2", False),  # dsragent_dont_salvage_bad_replies: the reply holds the dead link
+        ("rfc", True),  # 8.3.6: salvage
+        ("legacy", True),
+    ],
+)
+def test_transit_reply_holding_the_dead_link_is_not_salvaged(profile: str, salvaged: bool) -> None:
+    """Node 3 forwards 5's Route Reply (route 1-2-3-4-5) towards 1 over 3-2; 3-2 fails; node 3
+    has another route to 1 (3-6-1)."""
+    c = profile_core(profile, station=3)
+    c.add_route((3, 6, 1), primary=True)
+    rrep = build(5, 1, [SourceRoute((4, 3, 2), 2), RouteReply((2, 3, 4, 5))], ttl=64)
+    acts = c.on_event(FromAir(rrep, 4, 3), 0)
+    (fwd,) = [a for a in acts if isinstance(a, Send)]
+    assert fwd.frame.next_hop == 2
+    acts = c.on_event(TxStatus(fwd.frame, ok=False), NS_PER_MS)
+    sends = [a.frame for a in acts if isinstance(a, Send)]
+    replies = [f for f in sends if parse(f.packet).find(RouteReply)]
+    assert [f.next_hop for f in replies] == ([6] if salvaged else [])
+    # the Route Error to the reply's source (5) goes out either way
+    errs = [(parse(f.packet).dst, f.next_hop) for f in sends if parse(f.packet).find(RouteError)]
+    assert errs == [(5, 4)]
+    drops = [a.reason for a in acts if isinstance(a, Drop)]
+    assert drops == ([] if salvaged else ["link_failure"])  # ns-2 DROP_RTR_MAC_CALLBACK
+
+
+# ---------------------------------------------------------------- a salvager loses its salvage
+@pytest.mark.parametrize("profile", ["ns2", "rfc"])
+def test_salvager_losing_its_own_salvaged_packet_sends_no_route_error(profile: str) -> None:
+    """1-2-3-4-5 with a detour 3-6-7-5 cached at 3; 3-4 and 3-6 are both down. Node 3 tells 1
+    about 3-4 and salvages over 3-6; that transmission fails too. ns-2 xmitFailed: the Route
+    Error would go to srh->addrs[0], the salvager itself ("no need to send the route error if
+    it's for us"), so none leaves; the packet is dropped (Yu 2004 s4.3.1, node 31 of Fig. 1:
+    EPLN and BEAD learn nothing of this loss)."""
+    n = profile_net(profile, 7, [*chain_links(5), (3, 6), (6, 7), (7, 5)], nonprop_request=False)
+    n.inject(1, udp(1, 5))
+    n.run_until(NS_PER_S)
+    assert len(n.nodes[5].delivered) == 1
+    n.nodes[3].runtime.protocol.add_route((3, 6, 7, 5), primary=True)  # type: ignore[attr-defined]
+    n.link_down(3, 4)
+    n.link_down(3, 6)
+    t0 = n.now_ns
+    n.inject(1, udp(1, 5))
+    n.run_until(t0 + 300 * NS_PER_MS)
+    assert n.nodes[3].ctx.counters.extra["salvaged"] == 1
+    errs = route_errors(n, 3)
+    assert [(d, dp.dst) for _, d, dp in errs] == [(2, 1)]
+    err = errs[0][2].find(RouteError)
+    assert isinstance(err, RouteError) and err.link == (3, 4)
+    assert source_route(errs[0][2]).addresses == (2,)
+    assert n.nodes[3].ctx.counters.drops["link_failure"] == 1
