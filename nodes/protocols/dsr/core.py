@@ -328,12 +328,19 @@ class DsrRouting(RoutingProtocol):
         if victim is not None:
             self._drop(victim.packet, "send_buffer_full", None)
         self._arm_send_buffer()
-        if self.requests.discovery(dst) is None:
-            d = self.requests.start(dst, self._now)
+        d = self.requests.discovery(dst)
+        if d is None or d.salvage_only:
             # before the request goes out: ELFN (Yu 2004 s3.2) freezes the sender here
             if self._wants(RouteDiscoveryStarted):
                 self._emit(RouteDiscoveryStarted(now_ns=self._now, dst=dst, packet=packet))
-            self._send_rreq(d, nonprop=self.p.nonprop_request)
+        if d is None:
+            self._send_rreq(self.requests.start(dst, self._now), nonprop=self.p.nonprop_request)
+        elif d.salvage_only:
+            # ns-2.29 getRouteForPacket: this node's own packet may have the propagating request
+            # a salvaged one may not, once the non-propagating one had its arp_timeout.
+            d.salvage_only = False
+            if d.nonprop_pending and self._now - d.last_sent_ns > self.p.nonprop_request_timeout_ns:
+                self._send_rreq(d, nonprop=False)
         elif self._wants(RouteDiscoveryJoined):
             self._emit(RouteDiscoveryJoined(now_ns=self._now, dst=dst, packet=packet))
 
@@ -342,6 +349,16 @@ class DsrRouting(RoutingProtocol):
         pkt = srcroute.add_source_route(inner, route[1:-1])
         self._route_sent(route, route[1], "data")
         self._send(pkt, route[1], "data")
+
+    def _salvage_bytes(self, inner: bytes, route: Path, salvage: int) -> bytes:
+        """``inner`` with a Source Route for this node's salvage over ``route`` (section 8.3.6:
+        ``Address[1]`` = this node, Segments Left = n - 1 since it sends it on at once)."""
+        pkt = srcroute.add_source_route(inner, route[1:-1])
+        addrs = (self.me,) + route[1:-1]
+        new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, salvage)
+        return srcroute.replace_source_route(
+            pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
+        )
 
     def _arm_send_buffer(self) -> None:
         t = self.send_buffer.next_expiry_ns()
@@ -355,11 +372,19 @@ class DsrRouting(RoutingProtocol):
                 continue
             d = self.requests.finish(dst)
             if d is not None:
-                self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
+                if not d.salvage_only:
+                    self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
                 self._out.append(CancelTimer(RreqTimer(dst)))
             for b in self.send_buffer.take(dst):
                 self._cache_used(dst, route)
-                self._send_data(b.packet, route)
+                if b.salvage:
+                    self.ctx.counters.extra["salvaged"] += 1
+                    self._route_sent(route, route[1], "data")
+                    self._send(
+                        self._salvage_bytes(b.packet, route, b.salvage), route[1], "data", salvaged=b.salvage
+                    )
+                else:
+                    self._send_data(b.packet, route)
         self._arm_send_buffer()
 
     # ------------------------------------------------------------------ route discovery
@@ -422,6 +447,16 @@ class DsrRouting(RoutingProtocol):
         if self.cache.find(target, self._now) is not None:
             self._flush_send_buffer()
             return
+        if d.salvage_only:
+            # ns-2.29 NEW_SALVAGE_LOGIC: no propagating request for another node's packet; at the
+            # next cycle (rt_reqs_outstanding > dsr_salvage_max_requests) it is dropped.
+            end = d.cycle_started_ns + self._salvage_wait_ns(d)
+            if self._now < end:
+                self._out.append(SetTimer(RreqTimer(target), end))
+                return
+            self._drop_salvaged(target)
+            self.requests.finish(target)
+            return
         if self.p.request_backoff == "ns2_cycles" and d.nonprop_pending:
             self._send_rreq(d, nonprop=False)  # the cycle's propagating request
             return
@@ -431,7 +466,24 @@ class DsrRouting(RoutingProtocol):
                 self._drop(b.packet, "no_route", None)
             self._arm_send_buffer()
             return
+        self._drop_salvaged(target)  # a salvaged packet gets one cycle (NEW_SALVAGE_LOGIC)
+        if not self.send_buffer.has(target):
+            self.requests.finish(target)
+            return
         self._send_rreq(d, nonprop=self.p.request_backoff == "ns2_cycles" and self.p.nonprop_request)
+
+    def _salvage_wait_ns(self, d: Discovery) -> int:
+        """How long a salvaged packet waits for a reply: until the next cycle would begin."""
+        if self.p.request_backoff == "ns2_cycles":
+            return self.p.ns2_cycle_gap_ns(max(d.tries, 1))
+        return self.p.request_period_ns
+
+    def _drop_salvaged(self, target: int) -> None:
+        dropped = self.send_buffer.take_salvaged(target)
+        for b in dropped:
+            self._drop(b.packet, "no_route", None)
+        if dropped:
+            self._arm_send_buffer()
 
     def _recv_rreq(self, ev: FromAir, dp: DsrPacket, rreq: RouteRequest) -> None:
         """Section 8.2.2: process a received Route Request."""
@@ -868,6 +920,9 @@ class DsrRouting(RoutingProtocol):
             return
         route = self.cache.find(dp.dst, self._now)
         self._cache_used(dp.dst, route)
+        if route is None and self.p.salvage_request and kind == "data":
+            self._salvage_later(pkt, dp.dst, sr.salvage + 1)
+            return
         if route is None:
             self._drop(pkt, "link_failure", path)
             return
@@ -887,6 +942,20 @@ class DsrRouting(RoutingProtocol):
             )
         self._route_sent(route, route[1], kind)
         self._send(new, route[1], kind, salvaged=sr.salvage + 1)
+
+    def _salvage_later(self, pkt: bytes, dst: int, salvage: int) -> None:
+        """ns-2.29 ``NEW_SALVAGE_LOGIC`` (``salvage_request``): no cached route, so the packet waits
+        in the send buffer and one non-propagating Route Request asks the neighbours."""
+        victim = self.send_buffer.add(srcroute.strip(pkt), dst, self._now, salvage=salvage)
+        if victim is not None:
+            self._drop(victim.packet, "send_buffer_full", None)
+        self._arm_send_buffer()
+        self.ctx.counters.extra["salvage_buffered"] += 1
+        if self.requests.discovery(dst) is None:
+            d = self.requests.start(dst, self._now)
+            d.salvage_only = True
+            self._send_rreq(d, nonprop=self.p.nonprop_request)
+            d.cycle_started_ns = self._now
 
     def _bad_reply(self, dp: DsrPacket, nh: int) -> bool:
         """ns-2 ``dsragent_dont_salvage_bad_replies`` (undeliverablePkt): the packet is a Route
@@ -979,14 +1048,8 @@ class DsrRouting(RoutingProtocol):
             if ip_to_station(ipv4.src(inner)) == self.me:
                 self._send_data(inner, r)
                 return
-            pkt = srcroute.add_source_route(inner, r[1:-1])
-            addrs = (self.me,) + r[1:-1]
-            new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, 1)
-            pkt = srcroute.replace_source_route(
-                pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
-            )
             self._route_sent(r, r[1], "data")
-            self._send(pkt, r[1], "data", salvaged=1)
+            self._send(self._salvage_bytes(inner, r, 1), r[1], "data", salvaged=1)
 
         return self._collect(go)
 

@@ -150,6 +150,20 @@ class DsrParams:
     ``MobiCache::addRoute`` puts in the primary cache; ns-2.1b8a and ns-2.29 alike). RFC 4728
     section 8.2.4 only says the target MAY cache it (one cache: the ``rfc`` profile follows
     ns-2)."""
+    salvage_request: bool = False
+    """A salvaging node without a cached route keeps the packet and asks its neighbours. False
+    (legacy, ns-2.1b8a): it drops the packet (dsragent.cc ``DSRAgent::undeliverablePkt``: "it's
+    not worth us doing a route request"). True (ns-2.29 and 2.35, ``#define NEW_SALVAGE_LOGIC``:
+    ``undeliverablePkt`` puts the packet in the send buffer, ``getRouteForPacket`` sends
+    non-propagating requests only for it, ``dsr_salvage_allow_propagating = 0``, and drops it at
+    the next backoff cycle, ``rt_reqs_outstanding > dsr_salvage_max_requests`` = 1): the data
+    packet waits in the send buffer, one non-propagating Route Request goes out, and the packet is
+    dropped (``no_route``) when the next cycle would start (``ns2_cycle_gap_ns(1)`` = 2 s under
+    ``ns2_cycles``, ``request_period`` otherwise) unless a reply came. Only data packets (ns-2
+    buffers routing packets too). A packet of this node's own for the same target turns the
+    discovery into a normal one. RFC 4728 section 8.3.6 salvages only over a cached route (the
+    ``rfc`` profile keeps False). The ``ns2`` profile follows 2.1b8a (False); the ns-2.29 paper
+    scenario (topologies/ghanem2008.yaml) sets it."""
     salvage_bad_replies: bool = True
     """Salvage a transit Route Reply whose returned route holds the link that just failed.
     True (legacy). False (ns-2: ``dsragent_dont_salvage_bad_replies = true`` in dsragent.cc

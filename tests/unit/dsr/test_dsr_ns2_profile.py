@@ -5,12 +5,16 @@ rule under ``rfc``. The parameters come from the profile tables (``effective_par
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from dsr_helpers import chain_links, profile_core, profile_net, record_hooks, sent, source_route, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, Drop, FromAir, Send, TxStatus
 from nodes.core.hooks import PacketDropped
 from nodes.core.sim import SimNetwork
+from nodes.protocols import effective_params
+from nodes.protocols.dsr import DsrParams
 from nodes.protocols.dsr.events import DsrRouteErrorReceived
 from nodes.protocols.dsr.options import (
     DsrPacket,
@@ -21,6 +25,9 @@ from nodes.protocols.dsr.options import (
     build,
     parse,
 )
+from topologies.scenario import load_scenario
+
+TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
 
 
 def route_errors(n: SimNetwork, src: int) -> list[tuple[float, int, DsrPacket]]:
@@ -272,3 +279,74 @@ def test_salvager_losing_its_own_salvaged_packet_sends_no_route_error(profile: s
     assert isinstance(err, RouteError) and err.link == (3, 4)
     assert source_route(errs[0][2]).addresses == (2,)
     assert n.nodes[3].ctx.counters.drops["link_failure"] == 1
+
+
+# ---------------------------------------------------------------- a salvager without a route
+def salvager_without_route(profile: str, **overrides: bool) -> tuple[SimNetwork, int]:
+    """1-2-3-4-5 in use; node 6 (a neighbour of 3 only from now on) has a route to 5; 3-4
+    breaks under a packet from 1: node 3 has no other route to salvage over."""
+    n = profile_net(profile, 6, [*chain_links(5), (6, 5)], **overrides)
+    n.inject(1, udp(1, 5))
+    n.run_until(NS_PER_S)
+    assert len(n.nodes[5].delivered) == 1
+    n.nodes[6].runtime.protocol.add_route((6, 5), primary=True)  # type: ignore[attr-defined]
+    n.link_up(3, 6)
+    n.link_down(3, 4)
+    t0 = n.now_ns
+    n.inject(1, udp(1, 5), at_ns=t0)
+    return n, t0
+
+
+@pytest.mark.parametrize(
+    ("profile", "overrides", "delivered"),
+    [
+        ("ns2", {}, 1),  # ns-2.1b8a undeliverablePkt: no route, dropped at once
+        ("ns2", {"salvage_request": True}, 2),  # ns-2.29 NEW_SALVAGE_LOGIC: 6 answers the ring-0 request
+        ("rfc", {}, 1),  # 8.3.6: salvage over a cached route only
+    ],
+)
+def test_salvager_without_a_route_asks_its_neighbours(
+    profile: str, overrides: dict[str, bool], delivered: int
+) -> None:
+    n, t0 = salvager_without_route(profile, **overrides)
+    n.run_until(t0 + 3 * NS_PER_S)
+    assert len(n.nodes[5].delivered) == delivered
+    asked = [(dp.ttl, dp.src) for _, dp in requests(n, 3, t0 / NS_PER_MS)]
+    if delivered == 2:
+        assert asked == [(1, 3)]  # one non-propagating request from the salvager, none propagating
+        salvaged = [dp for _, s, d, dp in sent(n, 3) if d == 6 and dp.next_header == 17]
+        sr = source_route(salvaged[-1])
+        assert (sr.addresses, sr.segs_left, sr.salvage) == ((3, 6), 1, 1)
+        assert n.nodes[3].ctx.counters.drops["link_failure"] == 0
+    else:
+        assert asked == []
+        assert n.nodes[3].ctx.counters.drops["link_failure"] == 1
+
+
+def test_salvaged_packet_without_answer_is_dropped_at_the_next_cycle() -> None:
+    """ns-2.29: no neighbour answers; only the non-propagating request goes, and the packet is
+    dropped when the next BackOffTest cycle would start, 2 s after it (rt_reqs_outstanding 2 >
+    dsr_salvage_max_requests 1)."""
+    n = profile_net("ns2", 5, chain_links(5), salvage_request=True)
+    n.inject(1, udp(1, 5))
+    n.run_until(NS_PER_S)
+    dropped: list[tuple[int, str]] = []
+    n.nodes[3].ctx.hooks.subscribe(PacketDropped, lambda ev: dropped.append((ev.now_ns, ev.reason)))
+    n.link_down(3, 4)
+    n.inject(1, udp(1, 5))
+    n.run_until(5 * NS_PER_S)
+    ((t_req, req),) = [(t, dp) for t, dp in requests(n, 3) if dp.src == 3]
+    assert req.ttl == 1
+    assert dropped == [(round(t_req * NS_PER_MS) + 2 * NS_PER_S, "no_route")]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "salvage_request"),
+    [("yu2004", False), ("yu2004-100", False), ("yu2004-small", False), ("ghanem2008", True)],
+)
+def test_paper_scenarios_run_their_ns2_release(scenario: str, salvage_request: bool) -> None:
+    """Yu 2004 ran ns-2.1b8a (no NEW_SALVAGE_LOGIC), Ghanem 2008 ns-2.29 (defined)."""
+    routing = load_scenario(TOPOLOGIES / f"{scenario}.yaml").routing
+    assert routing.profile == "ns2"
+    params = effective_params("dsr", routing.profile, routing.params)
+    assert isinstance(params, DsrParams) and params.salvage_request is salvage_request
