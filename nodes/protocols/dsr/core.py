@@ -344,11 +344,11 @@ class DsrRouting(RoutingProtocol):
         elif self._wants(RouteDiscoveryJoined):
             self._emit(RouteDiscoveryJoined(now_ns=self._now, dst=dst, packet=packet))
 
-    def _send_data(self, inner: bytes, route: Path) -> None:
+    def _send_data(self, inner: bytes, route: Path, *, jitter_ns: int = 0) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
         pkt = srcroute.add_source_route(inner, route[1:-1])
         self._route_sent(route, route[1], "data")
-        self._send(pkt, route[1], "data")
+        self._send(pkt, route[1], "data", jitter_ns=jitter_ns)
 
     def _salvage_bytes(self, inner: bytes, route: Path, salvage: int) -> bytes:
         """``inner`` with a Source Route for this node's salvage over ``route`` (section 8.3.6:
@@ -365,7 +365,9 @@ class DsrRouting(RoutingProtocol):
         self._out.append(SetTimer(SendBufferTimer(), t) if t is not None else CancelTimer(SendBufferTimer()))
 
     def _flush_send_buffer(self) -> None:
-        """Send what waits for destinations that now have a route (discovery done)."""
+        """Send what waits for destinations that now have a route (discovery done), the k-th
+        packet ``k * send_buffer_spacing`` later (ns-2 acceptRouteReply)."""
+        delay = 0
         for dst in self.send_buffer.dsts():
             route = self.cache.find(dst, self._now)
             if route is None:
@@ -380,11 +382,11 @@ class DsrRouting(RoutingProtocol):
                 if b.salvage:
                     self.ctx.counters.extra["salvaged"] += 1
                     self._route_sent(route, route[1], "data")
-                    self._send(
-                        self._salvage_bytes(b.packet, route, b.salvage), route[1], "data", salvaged=b.salvage
-                    )
+                    pkt = self._salvage_bytes(b.packet, route, b.salvage)
+                    self._send(pkt, route[1], "data", jitter_ns=delay, salvaged=b.salvage)
                 else:
-                    self._send_data(b.packet, route)
+                    self._send_data(b.packet, route, jitter_ns=delay)
+                delay += self.p.send_buffer_spacing_ns
         self._arm_send_buffer()
 
     # ------------------------------------------------------------------ route discovery
@@ -500,8 +502,10 @@ class DsrRouting(RoutingProtocol):
         target = rreq.target == self.me
         self._learn(record, len(record) - 1, primary=target and self.p.target_record_primary)
         if target:
-            # Section 8.2.4: the target returns the accumulated route record (every copy).
-            self._send_rrep(record)
+            # Section 8.2.4: the target returns the accumulated route record (every copy); ns-2
+            # jitters it (returnSrcRouteToRequestor, RREQ_JITTER).
+            jitter = self.p.target_reply_jitter_ns
+            self._send_rrep(record, jitter_ns=int(self.ctx.rng.random() * jitter) if jitter else 0)
             self._flush_if_waiting()
             return
         if self.requests.seen(initiator, rreq.rreq_id, rreq.target):
@@ -542,7 +546,7 @@ class DsrRouting(RoutingProtocol):
         self.pending_replies[(initiator, rreq_id)] = (full, hops)
         self._out.append(SetTimer(ReplyTimer(initiator, rreq_id), self._now + delay))
 
-    def _send_rrep(self, full: Path, *, grat: bool = False) -> None:
+    def _send_rrep(self, full: Path, *, grat: bool = False, jitter_ns: int = 0) -> None:
         """Originate a Route Reply for ``full`` (initiator ... target), this node on it, sent back
         along the reverse of the route's part from the initiator to this node."""
         k = full.index(self.me)
@@ -550,7 +554,7 @@ class DsrRouting(RoutingProtocol):
         sr = SourceRoute(back[1:-1], len(back) - 2)
         pkt = build(self.me, full[0], [sr, RouteReply(full[1:])], ttl=self.p.ttl)
         self._route_sent(full, back[1], "rrep")
-        self._send(pkt, back[1], "rrep")
+        self._send(pkt, back[1], "rrep", jitter_ns=jitter_ns)
         self.ctx.counters.routing_sent["rrep"] += 1
         if grat:
             self.ctx.counters.extra["grat_replies"] += 1
@@ -846,9 +850,8 @@ class DsrRouting(RoutingProtocol):
         for f in queued:
             self._undeliverable(f, nh, groups, report=per_source)
         for err_dst, (back, salvage, pkts) in groups.items():
-            if not per_source and err_dst not in failed_origins:
-                continue
-            self._send_rerr(err_dst, back, salvage, pkts, nh, [])
+            optional = not per_source and err_dst not in failed_origins
+            self._send_rerr(err_dst, back, salvage, pkts, nh, [], optional=optional)
 
     def _undeliverable(
         self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]], *, report: bool
@@ -984,10 +987,19 @@ class DsrRouting(RoutingProtocol):
         return out
 
     def _send_rerr(
-        self, err_dst: int, back: Path, salvage: int, packets: list[bytes], nh: int, nested: list[DsrOption]
+        self,
+        err_dst: int,
+        back: Path,
+        salvage: int,
+        packets: list[bytes],
+        nh: int,
+        nested: list[DsrOption],
+        *,
+        optional: bool = False,
     ) -> None:
         """Section 8.3.4: originate a NODE_UNREACHABLE Route Error to ``err_dst`` along ``back``
-        (the reverse of the route the packet travelled to this node)."""
+        (the reverse of the route the packet travelled to this node); an ``optional`` one only
+        if a subscriber of ``DsrRouteErrorSent`` appends an option to it."""
         rerr = RouteError(self.me, err_dst, unreachable=nh, salvage=salvage)
         extra: list[DsrOption] = []
         if self._wants(DsrRouteErrorSent):
@@ -999,8 +1011,11 @@ class DsrRouting(RoutingProtocol):
                     extra_options=extra,
                     packets=tuple(packets),
                     link=(self.me, nh),
+                    optional=optional,
                 )
             )
+        if optional and not extra:
+            return
         sr = SourceRoute(back[1:-1], len(back) - 2)
         self._send(build(self.me, err_dst, [sr, rerr, *nested, *extra], ttl=self.p.ttl), back[1], "rerr")
         self.ctx.counters.routing_sent["rerr"] += 1

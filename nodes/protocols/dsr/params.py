@@ -164,6 +164,17 @@ class DsrParams:
     discovery into a normal one. RFC 4728 section 8.3.6 salvages only over a cached route (the
     ``rfc`` profile keeps False). The ``ns2`` profile follows 2.1b8a (False); the ns-2.29 paper
     scenario (topologies/ghanem2008.yaml) sets it."""
+    target_reply_jitter_s: float = 0.0
+    """The target's Route Reply waits uniform [0, this) (ctx.rng) before it is sent. 0 (legacy):
+    at once. 0.010 (ns-2: ``RREQ_JITTER`` in dsragent.cc ``DSRAgent::returnSrcRouteToRequestor``,
+    "we now want to jitter when we first originate route replies, since they are a transmission
+    we make in response to a broadcast packet"; ns-2.1b8a and ns-2.29 alike). RFC 4728 section
+    8.2.4 asks for no delay at the target (the ``rfc`` profile: 0)."""
+    send_buffer_spacing_s: float = 0.0
+    """The packets a Route Reply releases from the send buffer leave this far apart (the k-th of
+    one release after k times this). 0 (legacy, RFC 4728 section 8.2.1 names no spacing): in one
+    burst. 0.030 (ns-2: dsragent.cc ``DSRAgent::acceptRouteReply``, ``delay += arp_timeout`` per
+    packet, "to give ARP time to complete"; ns-2.1b8a and ns-2.29 alike)."""
     salvage_bad_replies: bool = True
     """Salvage a transit Route Reply whose returned route holds the link that just failed.
     True (legacy). False (ns-2: ``dsragent_dont_salvage_bad_replies = true`` in dsragent.cc
@@ -202,6 +213,8 @@ class DsrParams:
             "passive_ack_timeout_s",
             "grat_reply_holdoff_s",
             "reply_storm_hop_delay_s",
+            "target_reply_jitter_s",
+            "send_buffer_spacing_s",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
@@ -244,6 +257,14 @@ class DsrParams:
         return seconds(self.reply_storm_hop_delay_s)
 
     @property
+    def target_reply_jitter_ns(self) -> int:
+        return seconds(self.target_reply_jitter_s)
+
+    @property
+    def send_buffer_spacing_ns(self) -> int:
+        return seconds(self.send_buffer_spacing_s)
+
+    @property
     def grat_rerr_max_hold_ns(self) -> int | None:
         return None if self.grat_rerr_max_hold_s is None else seconds(self.grat_rerr_max_hold_s)
 
@@ -272,6 +293,8 @@ PROFILES: ProfileTable = {
         "cache_lookup": "shortest",
         "target_record_primary": True,
         "salvage_bad_replies": False,
+        "target_reply_jitter_s": 0.010,
+        "send_buffer_spacing_s": 0.030,
     },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the

@@ -11,13 +11,15 @@ import pytest
 from dsr_helpers import chain_links, profile_core, profile_net, record_hooks, sent, source_route, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, Drop, FromAir, Send, TxStatus
+from nodes.core.events import Action
 from nodes.core.hooks import PacketDropped
 from nodes.core.sim import SimNetwork
 from nodes.protocols import effective_params
 from nodes.protocols.dsr import DsrParams
-from nodes.protocols.dsr.events import DsrRouteErrorReceived
+from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
     DsrPacket,
+    PadN,
     RouteError,
     RouteReply,
     RouteRequest,
@@ -149,6 +151,11 @@ def two_sources(profile: str) -> SimNetwork:
     """1-2-3-4-5 and 6-2: sources 1 and 6 send to 5 through 3; then 3-4 breaks while a packet of
     each is on its way, the second waiting in node 3's interface queue behind the first."""
     n = profile_net(profile, 6, [*chain_links(5), (6, 2)])
+    two_sources_run(n)
+    return n
+
+
+def two_sources_run(n: SimNetwork) -> None:
     n.inject(1, udp(1, 5))
     n.inject(6, udp(6, 5), at_ns=200 * NS_PER_MS)
     n.run_until(NS_PER_S)
@@ -158,7 +165,6 @@ def two_sources(profile: str) -> SimNetwork:
     n.inject(1, udp(1, 5), at_ns=t0)
     n.inject(6, udp(6, 5), at_ns=t0 + NS_PER_MS)
     n.run_until(t0 + 300 * NS_PER_MS)
-    return n
 
 
 @pytest.mark.parametrize(
@@ -180,6 +186,25 @@ def test_one_route_error_per_failed_packet_queued_packets_dropped(profile: str, 
     # both packets lost at node 3 (no other route to salvage over), each reported as a drop
     assert n.nodes[3].ctx.counters.drops["link_failure"] == 2
     assert n.nodes[3].ctx.counters.routing_sent["rerr"] == len(told)
+
+
+@pytest.mark.parametrize(("profile", "told"), [("ns2", [1, 6]), ("legacy", [1, 6])])
+def test_a_notification_still_reaches_every_source(profile: str, told: list[int]) -> None:
+    """Under ns2 the queued packet's source gets no Route Error of DSR's own, but a subscriber
+    that appends an option to the offered (``optional``) one sends it: EPLN's notification to
+    each source (Yu 2004 s4.3.1). Without one it stays unsent (the test above)."""
+    n = profile_net(profile, 6, [*chain_links(5), (6, 2)])
+    offered: list[tuple[int, bool]] = []
+
+    def notify(ev: DsrRouteErrorSent) -> list[Action]:
+        offered.append((ev.dst, ev.optional))
+        ev.extra_options.append(PadN(2))
+        return []
+
+    n.nodes[3].ctx.hooks.subscribe(DsrRouteErrorSent, notify)
+    two_sources_run(n)
+    assert sorted(dp.dst for _, _, dp in route_errors(n, 3) if dp.dst is not None) == told
+    assert sorted(offered) == ([(1, False), (6, True)] if profile == "ns2" else [(1, False), (6, False)])
 
 
 # ---------------------------------------------------------------- the path cache
@@ -350,3 +375,38 @@ def test_paper_scenarios_run_their_ns2_release(scenario: str, salvage_request: b
     assert routing.profile == "ns2"
     params = effective_params("dsr", routing.profile, routing.params)
     assert isinstance(params, DsrParams) and params.salvage_request is salvage_request
+
+
+# ---------------------------------------------------------------- smaller timing items
+@pytest.mark.parametrize(("profile", "jittered"), [("ns2", True), ("rfc", False), ("legacy", False)])
+def test_target_reply_jitter(profile: str, jittered: bool) -> None:
+    """ns-2 returnSrcRouteToRequestor schedules the target's reply Random::uniform(RREQ_JITTER)
+    = [0, 10 ms) later; the RFC and legacy send it at once."""
+    jitters = []
+    for seed in range(1, 6):
+        c = profile_core(profile, station=5, seed=seed)
+        rreq = build(1, None, [RouteRequest(7, 5, (2, 3, 4))], ttl=250)
+        (reply,) = [a for a in c.on_event(FromAir(rreq, 4, 0xFFFFFFFF), 0) if isinstance(a, Send)]
+        assert parse(reply.frame.packet).find(RouteReply) is not None
+        jitters.append(reply.jitter_ns)
+    if jittered:
+        assert all(0 <= j < 10 * NS_PER_MS for j in jitters) and len(set(jitters)) == 5
+    else:
+        assert jitters == [0] * 5
+
+
+@pytest.mark.parametrize(("profile", "gap_ms"), [("ns2", 30.0), ("rfc", None), ("legacy", None)])
+def test_send_buffer_released_30_ms_apart(profile: str, gap_ms: float | None) -> None:
+    """Three packets wait for a discovery on 1-2-3; the Route Reply releases them. ns-2
+    acceptRouteReply: ``delay += arp_timeout`` (30 ms) per packet; else back to back."""
+    n = profile_net(profile, 3, chain_links(3))
+    for k in range(3):
+        n.inject(1, udp(1, 3), at_ns=k * NS_PER_MS)
+    n.run_until(2 * NS_PER_S)
+    assert len(n.nodes[3].delivered) == 3
+    data = [t for t, _, _, dp in sent(n, 1) if dp.next_header == 17]
+    gaps = [round(b - a, 6) for a, b in zip(data, data[1:], strict=False)]
+    if gap_ms is not None:
+        assert gaps == [gap_ms, gap_ms]
+    else:
+        assert all(g < 2.0 for g in gaps)  # one airtime apart (default_airtime_ns: 0.86 ms)
