@@ -211,6 +211,9 @@ class DsrRouting(RoutingProtocol):
         """The Route Error to piggyback on the next Route Request (gratuitous Route Error)."""
         self.last_rerr_ns = 0
         """When ``last_rerr`` was received (``grat_rerr_max_hold_s``)."""
+        self._promote_foreign = p.promote_secondary == "every_lookup"
+        """Whether a lookup for another node's packet (cached reply, salvage) promotes a secondary
+        hit (``promote_secondary``)."""
         self.pending_replies: dict[tuple[int, int], tuple[Path, int]] = {}
         self._snooped: dict[Path, int] = {}
         self._now = 0
@@ -512,7 +515,7 @@ class DsrRouting(RoutingProtocol):
             c.extra["rreq_duplicate"] += 1
             return
         if self.p.reply_from_cache:
-            cached = self.cache.find(rreq.target, self._now)
+            cached = self.cache.find(rreq.target, self._now, promote=self._promote_foreign)
             if cached is not None:
                 full = record + cached[1:]
                 # Section 8.2.3: the reply MUST NOT be sent if the resulting route would contain
@@ -759,7 +762,8 @@ class DsrRouting(RoutingProtocol):
             tx = next_pos(sr) - 1
             if 0 <= tx < len(path) and path[tx] == ev.src and loop_free(path):
                 if self.me in path:
-                    self._maybe_shorten(dp, sr, path, tx)
+                    if self.p.shorten_control_routes or packet_kind(dp) == "data":
+                        self._maybe_shorten(dp, sr, path, tx)
                 else:
                     self._learn_heard(path, tx, primary=False)
                 self._check_reply_storm(dp, path)
@@ -921,7 +925,7 @@ class DsrRouting(RoutingProtocol):
         if sr.salvage >= self.p.max_salvage_count:
             self._drop(pkt, "salvage_limit", path)
             return
-        route = self.cache.find(dp.dst, self._now)
+        route = self.cache.find(dp.dst, self._now, promote=self._promote_foreign)
         self._cache_used(dp.dst, route)
         if route is None and self.p.salvage_request and kind == "data":
             self._salvage_later(pkt, dp.dst, sr.salvage + 1)

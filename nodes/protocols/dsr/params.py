@@ -18,6 +18,7 @@ CHOICES: Final[dict[str, tuple[str, ...]]] = {
     "request_backoff": ("doubling", "ns2_cycles"),
     "link_failure_rerrs": ("per_source", "failed_packet"),
     "cache_lookup": ("primary_first", "shortest"),
+    "promote_secondary": ("every_lookup", "own_packets"),
 }
 """The values each string-valued behaviour field accepts (checked in ``__post_init__``)."""
 
@@ -36,7 +37,9 @@ class DsrParams:
     send_buffer_timeout_s: float = 30.0
     """SendBufferTimeout: a packet waiting for a route is dropped after this long."""
     max_send_buffer_length: int = 50
-    """MaxSendBufferLength (RFC 4728 does not fix it; ns-2 uses 64): the oldest packet goes."""
+    """MaxSendBufferLength (RFC 4728 section 9 gives no value): the oldest packet goes when
+    full. ns-2: ``SEND_BUF_SIZE`` 64 in dsragent.h, ``stickPacketInSendBuffer`` drops the oldest
+    (ns-2.1b8a and ns-2.29 alike; the ``ns2`` profile's value)."""
     request_table_size: int = 64
     """RequestTableSize: initiators remembered for duplicate Route Request detection."""
     request_table_ids: int = 16
@@ -175,6 +178,20 @@ class DsrParams:
     one release after k times this). 0 (legacy, RFC 4728 section 8.2.1 names no spacing): in one
     burst. 0.030 (ns-2: dsragent.cc ``DSRAgent::acceptRouteReply``, ``delay += arp_timeout`` per
     packet, "to give ARP time to complete"; ns-2.1b8a and ns-2.29 alike)."""
+    promote_secondary: str = "every_lookup"
+    """When a route found in the secondary cache moves to the primary one. ``every_lookup``
+    (legacy): at every lookup. ``own_packets`` (ns-2: ``MobiCache::findRoute(dest, route,
+    for_me)`` promotes only ``if (min_cache == 1 && for_me)``; dsragent.cc passes ``for_me`` 1
+    for this node's own packets, ``handlePktWithoutSR`` and ``acceptRouteReply``, and 0 for a
+    cached reply, ``replyFromRouteCache``, and a salvage, ``undeliverablePkt``; ns-2.1b8a and
+    ns-2.29 alike): a cached reply or a salvage leaves the route where it is. RFC 4728 has one
+    cache (the ``rfc`` profile keeps the legacy rule)."""
+    shorten_control_routes: bool = True
+    """Automatic route shortening (gratuitous Route Replies, ``grat_replies``) also for overheard
+    routing packets. True (legacy; RFC 4728 section 8.1.5 / 3.4.3 name no packet type). False
+    (ns-2: dsragent.cc ``DSRAgent::tap``, ``if (PT_DSR == cmh->ptype()) return; //  no route
+    shortening on any`` DSR packet, after a simulator crash from shortening a salvaged reply's
+    route; ns-2.1b8a and ns-2.29 alike): only data packets."""
     salvage_bad_replies: bool = True
     """Salvage a transit Route Reply whose returned route holds the link that just failed.
     True (legacy). False (ns-2: ``dsragent_dont_salvage_bad_replies = true`` in dsragent.cc
@@ -286,6 +303,7 @@ PROFILES: ProfileTable = {
     # ns-2's dsragent.cc/mobicache.cc as the papers ran them (docs/dsr.md "Profiles"): ns-2.1b8a
     # (Yu 2004); where ns-2.29 (Ghanem 2008) differs the scenario sets the field.
     RoutingProfile.NS2: {
+        "max_send_buffer_length": 64,
         "grat_rerr_until_propagating": True,
         "grat_rerr_max_hold_s": 1.0,
         "request_backoff": "ns2_cycles",
@@ -294,6 +312,11 @@ PROFILES: ProfileTable = {
         "target_record_primary": True,
         "salvage_bad_replies": False,
         "target_reply_jitter_s": 0.010,
+        "promote_secondary": "own_packets",
+        "shorten_control_routes": False,
+        # replyFromRouteCache sends at once: the holdoff is compiled out (#if 0, "route reply
+        # holdoffs, which are currently disabled -dam 5/98"), ns-2.1b8a and ns-2.29 alike
+        "reply_storm_hop_delay_s": 0.0,
         "send_buffer_spacing_s": 0.030,
     },
 }

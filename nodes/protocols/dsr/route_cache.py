@@ -39,7 +39,7 @@ def _noop(event: str, path: Path, detail: str) -> None:
 class RouteCache(Protocol):
     def add(self, path: Path, now_ns: int, *, primary: bool) -> bool: ...
 
-    def find(self, dst: int, now_ns: int) -> Path | None: ...
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None: ...
 
     def remove_link(self, a: int, b: int, now_ns: int) -> int: ...
 
@@ -128,9 +128,10 @@ class PathCache:
             self.notify("remove", victim.path, "evicted")
         return True
 
-    def find(self, dst: int, now_ns: int) -> Path | None:
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None:
         """The shortest cached route from ``me`` to ``dst`` (primary first, or over both caches
-        with ``shortest_over_both``), or None."""
+        with ``shortest_over_both``), or None; a secondary hit moves to the primary cache when
+        ``promote`` (ns-2 ``findRoute``'s ``for_me``)."""
         if dst == self.me:
             return None
         self._purge(now_ns)
@@ -149,7 +150,7 @@ class PathCache:
         if best is None or best_entry is None:
             return None
         best_entry.expires_ns = now_ns + self.timeout_ns
-        if best_store is self.secondary:
+        if best_store is self.secondary and promote:
             self.secondary.entries.remove(best_entry)
             self.primary.entries.append(best_entry)
             self.notify("insert", best_entry.path, "primary")
@@ -232,7 +233,7 @@ class LinkCache:
             self.notify("insert", path, "link")
         return new
 
-    def find(self, dst: int, now_ns: int) -> Path | None:
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None:
         if dst == self.me:
             return None
         self._purge(now_ns)

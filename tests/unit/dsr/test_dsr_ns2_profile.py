@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from dsr_helpers import chain_links, profile_core, profile_net, record_hooks, sent, source_route, udp
 
-from nodes.core import NS_PER_MS, NS_PER_S, Drop, FromAir, Send, TxStatus
+from nodes.core import NS_PER_MS, NS_PER_S, Drop, FromAir, FromLocal, Send, SetTimer, TxStatus
 from nodes.core.events import Action
 from nodes.core.hooks import PacketDropped
 from nodes.core.sim import SimNetwork
 from nodes.protocols import effective_params
 from nodes.protocols.dsr import DsrParams
+from nodes.protocols.dsr.core import ReplyTimer
 from nodes.protocols.dsr.events import DsrRouteErrorReceived, DsrRouteErrorSent
 from nodes.protocols.dsr.options import (
     DsrPacket,
@@ -410,3 +411,97 @@ def test_send_buffer_released_30_ms_apart(profile: str, gap_ms: float | None) ->
         assert gaps == [gap_ms, gap_ms]
     else:
         assert all(g < 2.0 for g in gaps)  # one airtime apart (default_airtime_ns: 0.86 ms)
+
+
+# ---------------------------------------------------------------- replies from the cache
+def rreq_from_1_via_2(rreq_id: int = 7) -> FromAir:
+    """Initiator 1's propagating Route Request for 5, rebroadcast by 2, heard by 3."""
+    return FromAir(build(1, None, [RouteRequest(rreq_id, 5, (2,))], ttl=250), 2, 0xFFFFFFFF)
+
+
+@pytest.mark.parametrize(("profile", "at_once"), [("ns2", True), ("rfc", False), ("legacy", False)])
+def test_cached_reply_holdoff(profile: str, at_once: bool) -> None:
+    """ns-2 replyFromRouteCache sends the cached reply at once (its holdoff is compiled out);
+    RFC 8.2.5 waits H * (h - 1 + r) with H = 1 ms, h = 4 hops here: 3-4 ms."""
+    c = profile_core(profile, station=3)
+    c.add_route((3, 4, 5), primary=True)
+    acts = c.on_event(rreq_from_1_via_2(), 0)
+    replies = [a for a in acts if isinstance(a, Send) and parse(a.frame.packet).find(RouteReply)]
+    timers = [a for a in acts if isinstance(a, SetTimer) and isinstance(a.key, ReplyTimer)]
+    if at_once:
+        assert [(r.frame.next_hop, r.jitter_ns) for r in replies] == [(2, 0)] and timers == []
+        rrep = parse(replies[0].frame.packet).find(RouteReply)
+        assert isinstance(rrep, RouteReply) and rrep.addresses == (2, 3, 4, 5)
+    else:
+        assert replies == []
+        ((t,),) = [(x.at_ns,) for x in timers]
+        assert 3 * NS_PER_MS <= t < 4 * NS_PER_MS
+
+
+@pytest.mark.parametrize(("profile", "primary"), [("ns2", []), ("rfc", [(3, 9, 5)]), ("legacy", [(3, 9, 5)])])
+def test_a_cached_reply_does_not_promote_a_secondary_route(
+    profile: str, primary: list[tuple[int, ...]]
+) -> None:
+    """ns-2 findRoute(..., for_me = 0) from replyFromRouteCache leaves the route in the
+    secondary cache; an own packet's lookup (for_me = 1) promotes it."""
+    c = profile_core(profile, station=3, reply_storm_hop_delay_s=0.0)
+    c.add_route((3, 9, 5), primary=False)
+    acts = c.on_event(rreq_from_1_via_2(), 0)
+    assert any(isinstance(a, Send) and parse(a.frame.packet).find(RouteReply) for a in acts)
+    assert c.cache.paths("primary") == primary  # type: ignore[union-attr]
+    c.on_event(FromLocal(udp(3, 5)), NS_PER_MS)
+    assert c.cache.paths("primary") == [(3, 9, 5)]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("profile", ["ns2", "rfc", "legacy"])
+def test_looped_cached_reply_is_not_sent_and_the_request_goes_on(profile: str) -> None:
+    """Record 1-2-3 joined to the cached 3-2-5 has a loop. ns-2 replyFromRouteCache compresses
+    it (compressPath: 1-2-5), finds itself no longer on it and does not reply, which is what
+    refusing a looped route does (RFC 8.2.3): the request is propagated."""
+    c = profile_core(profile, station=3)
+    c.add_route((3, 2, 5), primary=True)
+    acts = c.on_event(rreq_from_1_via_2(), 0)
+    sends = [parse(a.frame.packet) for a in acts if isinstance(a, Send)]
+    assert [dp.find(RouteReply) for dp in sends] == [None]
+    rreq = sends[0].find(RouteRequest)
+    assert isinstance(rreq, RouteRequest) and rreq.addresses == (2, 3)
+    assert not any(isinstance(a, SetTimer) and isinstance(a.key, ReplyTimer) for a in acts)
+
+
+# ---------------------------------------------------------------- route shortening
+@pytest.mark.parametrize(
+    ("profile", "kind", "shortened"),
+    [
+        ("ns2", "data", True),
+        ("ns2", "rerr", False),  # tap: "no route shortening on any" DSR packet
+        ("rfc", "rerr", True),
+        ("legacy", "rerr", True),
+    ],
+)
+def test_route_shortening_for_overheard_packets(profile: str, kind: str, shortened: bool) -> None:
+    """Node 4 overhears 2 send a packet of route 1-2-3-4-5 to 3: it could shorten the route to
+    1-2-4-5 with a gratuitous Route Reply to 1."""
+    c = profile_core(profile, station=4)
+    sr = SourceRoute((2, 3, 4), 2)
+    if kind == "data":
+        pkt = build(1, 5, [sr], ttl=63, payload=b"x" * 8, next_header=17)
+    else:
+        pkt = build(1, 5, [sr, RouteError(1, 5, unreachable=9)], ttl=63)
+    acts = c.on_event(FromAir(pkt, 2, 3, overheard=True), 0)
+    grat = [parse(a.frame.packet) for a in acts if isinstance(a, Send)]
+    if shortened:
+        assert [(dp.dst, dp.find(RouteReply)) for dp in grat] == [(1, RouteReply((2, 4, 5)))]
+    else:
+        assert grat == []
+
+
+@pytest.mark.parametrize(("profile", "kept"), [("ns2", 64), ("rfc", 50), ("legacy", 50)])
+def test_send_buffer_size(profile: str, kept: int) -> None:
+    """ns-2 SEND_BUF_SIZE 64 (stickPacketInSendBuffer drops the oldest); ours 50 otherwise."""
+    c = profile_core(profile, station=1)
+    drops = []
+    for k in range(70):
+        acts = c.on_event(FromLocal(udp(1, 9, payload=bytes([k]) * 20)), k * NS_PER_MS)
+        drops += [a.packet[-1] for a in acts if isinstance(a, Drop)]
+    assert len(c.send_buffer) == kept
+    assert drops == list(range(70 - kept))  # the oldest go first
