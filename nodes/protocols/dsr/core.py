@@ -503,7 +503,7 @@ class DsrRouting(RoutingProtocol):
         c.routing_received["rreq"] += 1
         self._process_rerrs(dp, ev.packet, for_me=False, overheard=False)
         target = rreq.target == self.me
-        self._learn(record, len(record) - 1, primary=target and self.p.target_record_primary)
+        self._learn(record, len(record) - 1, primary=target and self.p.reply_record_primary)
         if target:
             # Section 8.2.4: the target returns the accumulated route record (every copy); ns-2
             # jitters it (returnSrcRouteToRequestor, RREQ_JITTER).
@@ -521,6 +521,8 @@ class DsrRouting(RoutingProtocol):
                 # Section 8.2.3: the reply MUST NOT be sent if the resulting route would contain
                 # a node twice; the request is then handled as if there were no cached route.
                 if loop_free(full):
+                    if self.p.reply_record_primary:  # ns-2 replyFromRouteCache: addRoute
+                        self.add_route(tuple(reversed(record)), primary=True)
                     self._cache_used(rreq.target, cached)
                     self._schedule_cached_reply(initiator, rreq.rreq_id, full)
                     return

@@ -146,13 +146,14 @@ class DsrParams:
     ``MobiCache::findRoute``, ns-2.1b8a and ns-2.29 alike): the shortest over both caches, the
     primary winning a tie (it is searched first and only a strictly shorter route replaces it).
     RFC 4728 section 4.1 knows one cache, whose shortest route is what ``shortest`` returns."""
-    target_record_primary: bool = False
-    """Where the target of a Route Request caches the reversed route record. False (legacy):
-    the secondary cache, like every snooped route. True (ns-2: dsragent.cc
-    ``DSRAgent::returnSrcRouteToRequestor`` calls ``route_cache->addRoute``, which
-    ``MobiCache::addRoute`` puts in the primary cache; ns-2.1b8a and ns-2.29 alike). RFC 4728
-    section 8.2.4 only says the target MAY cache it (one cache: the ``rfc`` profile follows
-    ns-2)."""
+    reply_record_primary: bool = False
+    """Where a node that returns a Route Reply caches the reversed route record (the path back
+    to the initiator). False (legacy): the secondary cache, like every snooped route. True
+    (ns-2: dsragent.cc ``DSRAgent::returnSrcRouteToRequestor``, the target, and
+    ``DSRAgent::replyFromRouteCache``, an intermediate node answering from its cache, call
+    ``route_cache->addRoute``, which ``MobiCache::addRoute`` puts in the primary cache;
+    ns-2.1b8a and ns-2.29 alike). RFC 4728 section 8.2.4 only says the target MAY cache it (one
+    cache: the ``rfc`` profile follows ns-2)."""
     salvage_request: bool = False
     """A salvaging node without a cached route keeps the packet and asks its neighbours. False
     (legacy, ns-2.1b8a): it drops the packet (dsragent.cc ``DSRAgent::undeliverablePkt``: "it's
@@ -298,7 +299,7 @@ PROFILES: ProfileTable = {
     RoutingProfile.RFC: {
         "link_failure_rerrs": "failed_packet",
         "cache_lookup": "shortest",
-        "target_record_primary": True,
+        "reply_record_primary": True,
     },
     # ns-2's dsragent.cc/mobicache.cc as the papers ran them (docs/dsr.md "Profiles"): ns-2.1b8a
     # (Yu 2004); where ns-2.29 (Ghanem 2008) differs the scenario sets the field.
@@ -309,7 +310,7 @@ PROFILES: ProfileTable = {
         "request_backoff": "ns2_cycles",
         "link_failure_rerrs": "failed_packet",
         "cache_lookup": "shortest",
-        "target_record_primary": True,
+        "reply_record_primary": True,
         "salvage_bad_replies": False,
         "target_reply_jitter_s": 0.010,
         "promote_secondary": "own_packets",
