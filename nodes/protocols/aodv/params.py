@@ -19,6 +19,10 @@ from nodes.protocols.profiles import ProfileTable, RoutingProfile, check_table
 
 LOCAL_REPAIR_RULES = ("ns2", "rfc")
 """Values of ``AodvParams.local_repair_rule``."""
+LOCAL_REPAIR_FAILURES = ("rerr", "rediscover")
+"""Values of ``AodvParams.local_repair_failure``."""
+RREQ_SCHEDULES = ("rfc", "ns2")
+"""Values of ``AodvParams.rreq_schedule``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,72 @@ class AodvParams:
     control_ttl: int = 255
     """IP TTL of unicast RREPs (they are re-originated hop by hop, so it only needs to be >= 1)."""
 
+    # ---------------------------------------------------------------- ns-2 behaviours (issue 46)
+    local_repair_failure: str = "rerr"
+    """What a local repair that got no RREP within its wait does. "rerr": RFC 3561 section 6.12
+    ("If, at the end of the discovery period, the repairing node has not received a RREP ...
+    it proceeds in accordance with Section 6.11 by transmitting a RERR message for that
+    destination"): the route is invalidated, a RERR goes to its precursors and the buffered
+    packets are dropped. "rediscover": ns-2.26 to 2.35 (aodv.cc LocalRepairTimer::handle only
+    calls rt_down, "send RERR" is a comment; AODV::rt_purge re-runs sendRequest every 0.5 s for a
+    route that is not up while packets wait in rqueue): the route is invalidated without a RERR,
+    the buffered packets stay, and the repairing node keeps rediscovering on the
+    ``rreq_schedule`` (with ns-2's hold-down) until it finds a route or drops them. ns-2.1b8a has
+    no local repair at all (aodv.h: ``//#define AODV_LOCAL_REPAIR``; ``local_repair`` False)."""
+    local_repair_wait_from_start: bool = False
+    """ns-2.26 to 2.35 aodv.cc AODV::local_rt_repair schedules the LocalRepairTimer with
+    ``rt->rt_req_timeout``, an absolute time (CURRENT_TIME + the wait), as its delay: the repair
+    ends at now + (now - start) + wait, and the route stays in repair (packets buffered, no RERR)
+    until then. True: that time ("start" is the node's start); False: now + the wait (RFC 3561
+    section 6.12's discovery period)."""
+    rreq_schedule: str = "rfc"
+    """When a discovery's RREQs go out. "rfc": RFC 3561 sections 6.3 and 6.4, each RREQ on its
+    own timer: the ring waits RING_TRAVERSAL_TIME, the k-th RREQ at NET_DIAMETER waits
+    2**k * NET_TRAVERSAL_TIME (binary exponential backoff), the buffer is dropped after
+    RREQ_RETRIES retries at NET_DIAMETER. "ns2": aodv.cc AODV::sendRequest (the same in
+    ns-2.1b8a and 2.26 to 2.35): a RREQ of TTL t waits 2 * t * PerHopTime, times the count of
+    network-wide floods so far (linear growth), capped at MAX_RREQ_TIMEOUT; the next RREQ goes
+    on the first route-purge tick (``route_purge_interval``, AODV::rt_purge) or originated packet
+    (AODV::rt_resolve) after the wait; the ring ends when the last TTL is not below
+    TTL_THRESHOLD (then NETWORK_DIAMETER); when the flood count exceeds RREQ_RETRIES the
+    destination is held down for MAX_RREQ_TIMEOUT and the waiting packets are dropped (2.26 to
+    2.35; 2.1b8a keeps them)."""
+    max_rreq_timeout: float = 10.0
+    """MAX_RREQ_TIMEOUT, s (ns-2 aodv.h, every release): the cap on a RREQ wait and the hold-down
+    after the last retry (``rreq_schedule`` "ns2" only; RFC 3561 has no such constant)."""
+    hold_down_drops_buffer: bool = True
+    """``rreq_schedule`` "ns2": whether the hold-down after the last retry drops the packets
+    waiting for the destination (ns-2.26 to 2.35 aodv.cc AODV::sendRequest:
+    ``while ((buf_pkt = rqueue.deque(rt->rt_dst))) drop(buf_pkt, DROP_RTR_NO_ROUTE)``). False:
+    ns-2.1b8a's sendRequest only sets the hold-down; the packets wait out their rqueue timeout
+    (30 s) and the next purge tick after the hold-down asks again."""
+    route_purge_interval: float = 0.5
+    """s between ns-2's route-cache purges (aodv.cc RouteCacheTimer::handle, ``FREQUENCY 0.5``),
+    which also send the retries of ``rreq_schedule`` "ns2"; the ticks start at the node's start."""
+    ring_search_unknown_hop_count: bool = True
+    """Whether the first RREQ for a destination without a known hop count uses TTL_START (RFC 3561
+    section 6.4; ns-2.1b8a). False: ns-2.26 to 2.35 aodv.cc AODV::sendRequest takes
+    ``max(rt_req_last_ttl, rt_last_hop_count)`` and a new entry's rt_last_hop_count is
+    INFINITY2 (aodv_rtable.cc), so that first RREQ goes to NETWORK_DIAMETER as the first
+    network-wide flood (``rreq_schedule`` "ns2" only)."""
+    jitter_originated: bool = True
+    """Whether the RREQs, RERRs and HELLOs this node originates are jittered like the ones it
+    forwards (``max_broadcast_jitter``; RFC 3561 has no jitter rule, ns-3 jitters every
+    broadcast). False: ns-2 aodv.cc (every release) sends them at once (AODV::sendRequest and
+    AODV::sendHello ``schedule(target_, p, 0.)``; link-failure and no-route RERRs
+    ``sendError(rerr, false)``) and jitters only forwarded broadcasts by 10 ms (AODV::forward,
+    AODV::recvError's ``sendError(rerr)``)."""
+    local_repair_bumps_seq_no: bool = True
+    """Whether a local repair increments the destination sequence number before its RREQ (RFC
+    3561 section 6.12: "the node increments the sequence number for the destination and then
+    broadcasts a RREQ"). False: ns-2.26 to 2.35 aodv.cc AODV::local_rt_repair only marks the
+    route RTF_IN_REPAIR and calls sendRequest, whose RREQ carries ``rt->rt_seqno`` unchanged."""
+    no_route_bumps_seq_no: bool = True
+    """Whether a data packet without a route (RFC 3561 section 6.11 case (ii)) increments the
+    stored destination sequence number (section 6.11: "incremented for cases (i) and (ii)"),
+    also when the RERR is rate-limited away. False: ns-2 aodv.cc AODV::rt_resolve (every release)
+    sends ``rt->rt_seqno`` unchanged and never increments it."""
+
     def __post_init__(self) -> None:
         for name in ("active_route_timeout", "hello_interval", "node_traversal_time", "send_buffer_timeout"):
             if getattr(self, name) <= 0:
@@ -125,6 +195,13 @@ class AodvParams:
             raise ValueError("traversal_history must be >= 1")
         if not 1 <= self.control_ttl <= 255:
             raise ValueError("control_ttl must be in 1..255")
+        if self.local_repair_failure not in LOCAL_REPAIR_FAILURES:
+            raise ValueError(f"local_repair_failure must be one of {', '.join(LOCAL_REPAIR_FAILURES)}")
+        if self.rreq_schedule not in RREQ_SCHEDULES:
+            raise ValueError(f"rreq_schedule must be one of {', '.join(RREQ_SCHEDULES)}")
+        for name in ("max_rreq_timeout", "route_purge_interval"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
 
     # ---------------------------------------------------------------- nanoseconds
     @property
@@ -146,6 +223,14 @@ class AodvParams:
     @property
     def max_broadcast_jitter_ns(self) -> int:
         return seconds(self.max_broadcast_jitter)
+
+    @property
+    def max_rreq_timeout_ns(self) -> int:
+        return seconds(self.max_rreq_timeout)
+
+    @property
+    def route_purge_interval_ns(self) -> int:
+        return seconds(self.route_purge_interval)
 
     # ---------------------------------------------------------------- derived (section 10)
     @property
@@ -210,8 +295,24 @@ PROFILES: ProfileTable = {
         "local_repair_rule": "rfc",
         "adaptive_traversal_time": False,
     },
-    # ns-2's aodv.cc/aodv.h as the papers ran them (docs/aodv.md "Profiles").
-    RoutingProfile.NS2: {},
+    # ns-2's aodv.cc/aodv.h as the papers ran them (docs/aodv.md "Profiles"): the code of
+    # ns-2.26 to 2.35 (the same AODV in every one of them; Cohen ran 2.33). ns-2.1b8a (Klemm
+    # 2004) differs: topologies/klemm2004.yaml sets its values on top.
+    RoutingProfile.NS2: {
+        "active_route_timeout": 10.0,  # aodv.h ACTIVE_ROUTE_TIMEOUT 10 (2.1b8a: 50)
+        "ttl_start": 5,  # aodv.h TTL_START 5 (2.1b8a: 1)
+        "net_diameter": 30,  # aodv.h NETWORK_DIAMETER 30
+        "node_traversal_time": 0.030,  # aodv.h NODE_TRAVERSAL_TIME 0.03
+        "rreq_retries": 3,  # aodv.h RREQ_RETRIES 3
+        "allowed_hello_loss": 3,  # aodv.h ALLOWED_HELLO_LOSS 3
+        "local_repair_failure": "rediscover",
+        "local_repair_wait_from_start": True,
+        "rreq_schedule": "ns2",
+        "ring_search_unknown_hop_count": False,
+        "no_route_bumps_seq_no": False,
+        "jitter_originated": False,
+        "local_repair_bumps_seq_no": False,
+    },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the
 dataclass defaults, which are the ``legacy`` behaviour."""
