@@ -158,6 +158,37 @@ class AodvParams:
     3561 section 6.12: "the node increments the sequence number for the destination and then
     broadcasts a RREQ"). False: ns-2.26 to 2.35 aodv.cc AODV::local_rt_repair only marks the
     route RTF_IN_REPAIR and calls sendRequest, whose RREQ carries ``rt->rt_seqno`` unchanged."""
+    rerr_seq_check: bool = False
+    """Whether a received RERR (RFC 3561 section 6.11 case (iii)) invalidates a route only when
+    its sequence number for the destination is not older than ours. False: section 6.11, the
+    number is "copied from the incoming RERR" whatever it is (a case-(ii) RERR without an entry
+    carries 0). True: ns-2 aodv.cc AODV::recvError (every release from 2.26 to 2.35):
+    ``rt->rt_seqno <= re->unreachable_dst_seqno[i]``, else the entry is skipped and the route
+    stays up."""
+    rerr_flushes_ifq: bool = False
+    """Whether a received RERR that invalidates a route also drops every frame queued for the
+    RERR's sender. True: ns-2 aodv.cc AODV::recvError (2.26 to 2.35; "Not sure whether this is the
+    right thing to do": ``while((pkt = ifqueue->filter(ih->saddr()))) drop(pkt,
+    DROP_RTR_MAC_CALLBACK)``). False: RFC 3561 section 6.11 (no such step)."""
+    link_break_prunes_precursors: bool = False
+    """Whether a link break removes the broken neighbour from every precursor list. True: ns-2
+    aodv.cc AODV::handle_link_failure (2.26 to 2.35): ``rt->pc_delete(id)`` for every entry.
+    False: RFC 3561 section 6.11 clears only the precursor lists of the routes it reports."""
+    repair_only_failed_packet: bool = False
+    """What else a break that is repaired locally does. False (RFC 3561 sections 6.11, 6.12): the
+    other routes through the broken neighbour are invalidated and reported in a RERR, the frames
+    queued for it are taken out of the interface queue (the repaired destination's buffered).
+    True: ns-2.26 to 2.35 aodv.cc AODV::rt_ll_failed's local-repair branch only buffers the
+    failed packet and calls local_rt_repair (the "retrieve all the packets in the ifq" step is a
+    comment): the neighbour is not deleted, the other routes through it stay up, no RERR, the
+    queued frames still go to it and each that fails again is buffered for its repair."""
+    reverse_route_fresher_only: bool = False
+    """Whether a RREQ replaces the next hop and hop count of an existing usable reverse route only
+    with a fresher originator sequence number or the same one and fewer hops (RFC 3561 section
+    6.2's update rule, as ns-3 and AODV-UU read section 6.5; ns-2 aodv.cc AODV::recvRequest,
+    2.26 to 2.35: ``(rq->rq_src_seqno > rt0->rt_seqno) || ((rq->rq_src_seqno == rt0->rt_seqno) &&
+    (rq->rq_hop_count < rt0->rt_hops))``; otherwise only the lifetime is extended). False: every
+    new RREQ rewrites them (the testbed before issue 46)."""
     no_route_bumps_seq_no: bool = True
     """Whether a data packet without a route (RFC 3561 section 6.11 case (ii)) increments the
     stored destination sequence number (section 6.11: "incremented for cases (i) and (ii)"),
@@ -294,6 +325,7 @@ PROFILES: ProfileTable = {
     RoutingProfile.RFC: {
         "local_repair_rule": "rfc",
         "adaptive_traversal_time": False,
+        "reverse_route_fresher_only": True,
     },
     # ns-2's aodv.cc/aodv.h as the papers ran them (docs/aodv.md "Profiles"): the code of
     # ns-2.26 to 2.35 (the same AODV in every one of them; Cohen ran 2.33). ns-2.1b8a (Klemm
@@ -312,6 +344,11 @@ PROFILES: ProfileTable = {
         "no_route_bumps_seq_no": False,
         "jitter_originated": False,
         "local_repair_bumps_seq_no": False,
+        "rerr_seq_check": True,
+        "rerr_flushes_ifq": True,
+        "link_break_prunes_precursors": True,
+        "repair_only_failed_packet": True,
+        "reverse_route_fresher_only": True,
     },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the

@@ -676,6 +676,17 @@ class AodvRouting(RoutingProtocol):
         e = self.table.lookup(orig, now)
         if e is None:
             return self.table.add(RouteEntry(orig, prev, hc, orig_seq, True, minimal))
+        if (
+            p.reverse_route_fresher_only
+            and e.usable
+            and e.valid_seq_no
+            and not (seq_gt(orig_seq, e.dest_seq_no) or (orig_seq == e.dest_seq_no and hc < e.hop_count))
+        ):
+            # Section 6.2: "The route is only updated if the new sequence number is either (i)
+            # higher ..., or (ii) the sequence numbers are equal, but the hop count ... is
+            # smaller"; the lifetime is still extended (ns-2 recvRequest: rt_expire = max(...)).
+            e.expires_ns = max(e.expires_ns, minimal)
+            return e
         # "the Originator Sequence Number from the RREQ is compared to the corresponding
         # destination sequence number in the route table entry and copied if greater than the
         # existing value there; the valid sequence number field is set to true; the next hop in
@@ -884,13 +895,26 @@ class AodvRouting(RoutingProtocol):
     def _link_break(self, nh: int, frame: Frame | None, now: int) -> list[Action]:
         """Section 6.11 case (i): "if it detects a link break for the next hop of an active route
         in its routing table while transmitting data"."""
-        self.neighbours.remove(nh)
+        p = self.p
+        if p.repair_only_failed_packet and frame is not None:
+            e = self._repairing_route_of(frame, now)
+            if e is not None:
+                # ns-2 rt_ll_failed -> local_rt_repair again: the packet joins the repair's buffer.
+                return self._after_break(frame, e.dst, set(), now)
         affected = self.table.via(nh, now)
         repair_dst, repair_src = self._repair_candidate(frame, affected, now)
+        # ns-2 rt_ll_failed's local-repair branch: "local_rt_repair(rt, p); return;" -- nothing
+        # else changes (``repair_only_failed_packet``).
+        repair_only = repair_dst is not None and p.repair_only_failed_packet
+        if not repair_only:
+            self.neighbours.remove(nh)
+        if p.link_break_prunes_precursors and not repair_only:
+            for entry in self.table:
+                entry.precursors.discard(nh)
         unreachable: list[tuple[int, int]] = []
         recipients: set[int] = set()
         for e in affected:
-            if e.dst == repair_dst:
+            if e.dst == repair_dst or repair_only:
                 continue
             self._invalidate(e, now)
             # "The RERR should contain those destinations that are part of the created list of
@@ -901,7 +925,7 @@ class AodvRouting(RoutingProtocol):
                 e.precursors.clear()
         self.ctx.counters.extra["aodv_link_breaks"] += 1
         acts: list[Action] = []
-        queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
+        queued = [] if repair_only else self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
         frames = ([frame] if frame is not None else []) + queued
         if self.ctx.hooks.has_subscribers(LinkFailure):
             acts += self.ctx.hooks.emit(
@@ -922,6 +946,14 @@ class AodvRouting(RoutingProtocol):
         for dst in sorted(restart):
             acts += self._start_discovery(dst, now)
         return acts
+
+    def _repairing_route_of(self, frame: Frame, now: int) -> RouteEntry | None:
+        """The route in repair that a failed transit data ``frame`` was heading along, if any."""
+        if frame.control or frame.meta.get("prev_hop") is None or len(frame.packet) < 20:
+            return None
+        dst = ip_to_station(frame.packet[16:20])
+        e = self.table.lookup(dst, now) if dst is not None else None
+        return e if e is not None and e.state is RouteState.REPAIRING else None
 
     def _repair_candidate(
         self, frame: Frame | None, affected: list[RouteEntry], now: int
@@ -1031,6 +1063,8 @@ class AodvRouting(RoutingProtocol):
             e = self.table.usable(dst, now)
             if e is None or e.next_hop != prev:
                 continue
+            if self.p.rerr_seq_check and e.valid_seq_no and seq_gt(e.dest_seq_no, seq):
+                continue  # ns-2 recvError: only if rt_seqno <= the RERR's
             if m.no_delete:
                 # Section 6.12: "Upon receiving a RERR message with the 'N' flag set, a node MUST
                 # NOT delete the route to that destination. The only action taken should be the
@@ -1041,6 +1075,13 @@ class AodvRouting(RoutingProtocol):
                     recipients |= e.precursors
                 continue
             self._invalidate(e, now, seq)
+            if self.p.rerr_flushes_ifq:
+                for f in self.ctx.ifq.remove_if(lambda f: f.next_hop == prev):
+                    acts += (
+                        [Drop(f.packet, "aodv_rerr_ifq_flush")]
+                        if f.control
+                        else self._drop(f.packet, "aodv_rerr_ifq_flush", now)
+                    )
             if e.precursors:
                 unreachable.append((dst, seq))
                 recipients |= e.precursors

@@ -9,8 +9,10 @@ from the core under test.
 
 from __future__ import annotations
 
+import operator
 import random
 from collections.abc import Hashable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +228,11 @@ def test_discovery_ns2_ring_from_ttl_start_when_the_unknown_hop_count_rule_is_of
         (2 * S, 30, 0),  # 3.8 -> 4.0
         (4 * S, 30, 0),
     ]
+    # ns-2.26+'s own TTL_START 5 (aodv.h), were the ring searched: 5 (0.3 s -> 0.5), 7, then 30.
+    r = Run(1, "ns2", ring_search_unknown_hop_count=True)
+    r.event(FromLocal(data(1, 9)), 0)
+    r.run_until(1500 * MS)
+    assert r.rreqs() == [(0, 5, 0), (500 * MS, 7, 0), (1 * S, 30, 0)]  # 0.92 -> 1.0
 
 
 def test_discovery_rfc_expanding_ring_and_exponential_backoff() -> None:
@@ -337,3 +344,102 @@ def test_klemm_scenarios_run_ns2_1b8a_and_cohen_runs_ns2() -> None:
     for name in ("cohen", "cohen-small"):
         r = load_scenario(topo / f"{name}.yaml").routing
         assert effective_params(r.protocol, r.profile, r.params) == ns2, name
+
+
+# ------------------------------------------------------------------ route errors, link breaks
+
+
+def _rerr_node(profile: str) -> tuple[Run, Frame, Frame]:
+    """Station 3: route to 9 via 4 (seq 10, precursor 2); a frame for 7 queued to 4, one to 5."""
+    r = Run(3, profile, max_broadcast_jitter=0.0)
+    r.core.table.add(RouteEntry(9, 4, 2, 10, True, FAR)).precursors.add(2)
+    to4, to5 = Frame(data(1, 7, b"q4"), 4, meta={"prev_hop": 2}), Frame(data(1, 8, b"q5"), 5)
+    r.core.ctx.ifq.enqueue(to4)
+    r.core.ctx.ifq.enqueue(to5)
+    return r, to4, to5
+
+
+def test_received_rerr_sequence_number_check_and_interface_queue_flush() -> None:
+    # An older sequence number (0, as a case-(ii) RERR without an entry carries): ns-2's
+    # recvError skips the entry (rt_seqno 10 > 0); RFC 6.11 (iii) copies it and invalidates.
+    r, to4, to5 = _rerr_node("ns2")
+    r.event(air(Rerr(((ip(9), 0),)), 4, to=3), 1 * S)
+    assert r.core.table.lookup(9, 1 * S).state is RouteState.VALID  # type: ignore[union-attr]
+    assert r.rerrs() == [] and list(r.core.ctx.ifq) == [to4, to5]
+    # A fresher one: invalidated, propagated, and every frame queued to the RERR's sender dropped.
+    r.event(air(Rerr(((ip(9), 11),)), 4, to=3), 2 * S)
+    e = r.core.table.lookup(9, 2 * S)
+    assert e is not None and e.state is RouteState.INVALID and e.dest_seq_no == 11
+    assert [(t, nh, m.unreachable) for t, nh, m in r.rerrs()] == [(2 * S, 2, ((ip(9), 11),))]
+    assert r.drops("aodv_rerr_ifq_flush") == [(2 * S, to4.packet)]
+    assert list(r.core.ctx.ifq) == [to5]
+
+    r, to4, to5 = _rerr_node("rfc")
+    r.event(air(Rerr(((ip(9), 0),)), 4, to=3), 1 * S)
+    e = r.core.table.lookup(9, 1 * S)
+    assert e is not None and e.state is RouteState.INVALID and e.dest_seq_no == 0
+    assert [(nh, m.unreachable) for _, nh, m in r.rerrs()] == [(2, ((ip(9), 0),))]
+    assert list(r.core.ctx.ifq) == [to4, to5]
+
+
+def test_a_repaired_break_changes_nothing_else_under_ns2() -> None:
+    """Station 4 of 1-2-3-4-5-6 (as the failed-repair tests) also has a route to 8 via 5
+    (precursor 3) and two frames queued to 5, one for 6 and one for 8."""
+    for profile in ("ns2", "rfc"):
+        r = _repairing_node(profile, max_broadcast_jitter=0.0)
+        r.core.table.add(RouteEntry(8, 5, 3, 20, True, FAR)).precursors.add(3)
+        q6 = Frame(data(1, 6, b"q6"), 5, meta={"prev_hop": 3})
+        q8 = Frame(data(1, 8, b"q8"), 5, meta={"prev_hop": 3})
+        r.core.ctx.ifq.enqueue(q6)
+        r.core.ctx.ifq.enqueue(q8)
+        r.event(TxStatus(Frame(data(1, 6), 5, meta={"prev_hop": 3}), ok=False), 20 * S)
+        e8 = r.core.table.lookup(8, 20 * S)
+        assert e8 is not None
+        if profile == "ns2":
+            # rt_ll_failed: local_rt_repair(rt, p); return -- the route to 8 stays up, no RERR,
+            # the queued frames still go to 5; when the one for 6 fails it joins the repair.
+            assert e8.state is RouteState.VALID and r.rerrs() == []
+            assert list(r.core.ctx.ifq) == [q6, q8]
+            assert r.core.ctx.ifq.remove_if(partial(operator.is_, q6)) == [q6]  # the MAC takes it
+            r.event(TxStatus(q6, ok=False), 20010 * MS)
+            assert [b.packet for b in r.core.buffer.take(6)] == [data(1, 6), q6.packet]
+            assert r.rerrs() == [] and r.drops("link_failure") == []
+        else:
+            # Section 6.11: every route through 5 but the repaired one is invalidated (sequence
+            # number + 1) and reported to its precursors; the queued frames are taken out.
+            assert e8.state is RouteState.INVALID
+            assert [(nh, m.unreachable) for _, nh, m in r.rerrs()] == [(3, ((ip(8), 21),))]
+            assert list(r.core.ctx.ifq) == []
+            assert r.drops("link_failure") == [(20 * S, q8.packet)]
+            assert [b.packet for b in r.core.buffer.take(6)] == [data(1, 6), q6.packet]
+
+
+def test_link_break_prunes_the_neighbour_from_every_precursor_list_under_ns2() -> None:
+    # ns-2 handle_link_failure: rt->pc_delete(id) for every entry; the RFC clears only the lists
+    # of the routes it reports. Station 3's own packet to 9 fails at 4 (no repair: our packet).
+    for profile, left in (("ns2", set()), ("rfc", {4})):
+        r = Run(3, profile, max_broadcast_jitter=0.0)
+        r.core.table.add(RouteEntry(9, 4, 2, 10, True, FAR))
+        r.core.table.add(RouteEntry(1, 2, 2, 5, True, FAR)).precursors.update({4})
+        r.event(TxStatus(Frame(data(3, 9), 4, meta={"prev_hop": None}), ok=False), 1 * S)
+        e = r.core.table.lookup(1, 1 * S)
+        assert e is not None and e.precursors == left, profile
+
+
+def test_reverse_route_is_replaced_only_by_a_fresher_or_shorter_one() -> None:
+    # Station 3 has a reverse route to 1 via 2 (2 hops, sequence number 5). The same RREQ
+    # sequence number over 4 with 3 hops: section 6.2 and ns-2's recvRequest keep the route
+    # (lifetime extended), the testbed before issue 46 (legacy) moved it.
+    def rreq(rid: int, seq: int) -> FromAir:
+        return air(Rreq(rid, ip(9), 0, ip(1), seq, 2, unknown_seq_no=True), 4, ttl=5)
+
+    for profile, via in (("ns2", 2), ("rfc", 2), ("legacy", 4)):
+        r = Run(3, profile, max_broadcast_jitter=0.0)
+        r.core.table.add(RouteEntry(1, 2, 2, 5, True, 2 * S))
+        r.event(rreq(1, 5), 1 * S)
+        e = r.core.table.lookup(1, 1 * S)
+        assert e is not None and (e.next_hop, e.hop_count) == ((2, 2) if via == 2 else (4, 3)), profile
+        assert e.expires_ns > 2 * S, profile
+        r.event(rreq(2, 6), 1500 * MS)  # fresher: every profile moves it
+        e = r.core.table.lookup(1, 1500 * MS)
+        assert e is not None and (e.next_hop, e.hop_count, e.dest_seq_no) == (4, 3, 6), profile
