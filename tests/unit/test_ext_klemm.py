@@ -395,8 +395,9 @@ def test_a_vetoed_rreq_copy_does_not_suppress_the_good_copy_that_follows() -> No
     [
         # RFC 6.4 (legacy): hop count 2 + 2 = TTL 4 waits 2 * 40 ms * (4 + 2) = 480 ms; then TTL 6.
         ("legacy", (4, 1480 * NS_PER_MS), 6),
-        # ns-2 sendRequest: 2 < 7 -> TTL 4 waits 2 * 4 * 30 ms = 240 ms -> the 0.5 s tick 1.5 s.
-        ("ns2", (4, 1500 * NS_PER_MS), 6),
+        # ns-2 sendRequest: the route never went down (rt_last_hop_count INFINITY2): TTL 30 at
+        # once, 2 * 30 * 30 ms = 1.8 s -> the 0.5 s tick 3.0 s; then 30 again.
+        ("ns2", (30, 3 * NS_PER_S), 30),
     ],
 )
 def test_gdwn_rediscovery_goes_on_after_its_first_timeout(

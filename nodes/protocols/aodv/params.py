@@ -142,10 +142,11 @@ class AodvParams:
     which also send the retries of ``rreq_schedule`` "ns2"; the ticks start at the node's start."""
     ring_search_unknown_hop_count: bool = True
     """Whether the first RREQ for a destination without a known hop count uses TTL_START (RFC 3561
-    section 6.4; ns-2.1b8a). False: ns-2.26 to 2.35 aodv.cc AODV::sendRequest takes
-    ``max(rt_req_last_ttl, rt_last_hop_count)`` and a new entry's rt_last_hop_count is
-    INFINITY2 (aodv_rtable.cc), so that first RREQ goes to NETWORK_DIAMETER as the first
-    network-wide flood (``rreq_schedule`` "ns2" only)."""
+    section 6.4; ns-2.1b8a, whose AODV::sendRequest starts from ``rt_req_last_ttl`` alone: 0, so
+    TTL_START). False: ns-2.26 to 2.35 aodv.cc AODV::sendRequest starts from
+    ``max(rt_req_last_ttl, rt_last_hop_count)`` and the entry of a route never brought down has
+    rt_last_hop_count INFINITY2 (aodv_rtable.cc), so a first discovery and a local repair go to
+    NETWORK_DIAMETER at once, as the first network-wide flood (``rreq_schedule`` "ns2" only)."""
     jitter_originated: bool = True
     """Whether the RREQs, RERRs and HELLOs this node originates are jittered like the ones it
     forwards (``max_broadcast_jitter``; RFC 3561 has no jitter rule, ns-3 jitters every

@@ -79,6 +79,7 @@ from .params import AodvParams
 from .rate_limit import RateLimiter
 from .request_table import (
     Discovery,
+    Ns2LastTtl,
     RequestTable,
     TraversalHistory,
     first_ttl,
@@ -158,6 +159,8 @@ class AodvRouting(RoutingProtocol):
         self.table = RoutingTable(p.delete_period_ns, self.log)
         self.ids = IdCache(p.path_discovery_time_ns)
         self.requests = RequestTable()
+        self.ns2_last_ttl = Ns2LastTtl()
+        """ns-2's rt_req_last_ttl per destination (``rreq_schedule`` "ns2")."""
         self.traversal = TraversalHistory(p.traversal_history)
         """Per-hop discovery latencies (``adaptive_traversal_time``, ns-2's PerHopTime)."""
         self.neighbours = NeighbourTable()
@@ -412,14 +415,16 @@ class AodvRouting(RoutingProtocol):
             if ns2 and not d.rate_limited and now >= d.next_rreq_ns:
                 return self._ns2_send_request(d, now)
             return []
-        e = self.table.lookup(dst, now)
-        last_hop_count = None if e is None else e.hop_count
         if ns2:
             d = self.requests.add(Discovery(dst, 0, now))
-            ns2_next_ttl(self.p, d, last_hop_count)
+            ns2_next_ttl(self.p, d, self._ns2_last(dst))
         else:
-            d = self.requests.add(Discovery(dst, first_ttl(self.p, last_hop_count), now))
+            e = self.table.lookup(dst, now)
+            d = self.requests.add(Discovery(dst, first_ttl(self.p, None if e is None else e.hop_count), now))
         return self._send_rreq(d, now)
+
+    def _ns2_last(self, dst: int) -> int | None:
+        return self.ns2_last_ttl.last(self.p, dst, self.table.down_hop_count.get(dst))
 
     def _purge_tick_at_or_after(self, t: int) -> int:
         """The first of ns-2's route-purge ticks (AODV::rt_purge every ``route_purge_interval``
@@ -502,6 +507,7 @@ class AodvRouting(RoutingProtocol):
         )
         self.log.debug("RREQ %d for %d ttl %d", self.rreq_id, d.dst, d.ttl)
         d.last_rreq_ns = now
+        self.ns2_last_ttl.set(d.dst, d.ttl)  # "remember the TTL used for the next time"
         wait = self._rreq_wait_ns(d)
         at = now + wait
         if self.p.rreq_schedule == "ns2":
@@ -697,6 +703,8 @@ class AodvRouting(RoutingProtocol):
         e.valid_seq_no = True
         moved = e.next_hop != prev
         e.next_hop, e.hop_count = prev, hc
+        if orig in self.requests:
+            self.ns2_last_ttl.set(orig, hc)  # ns-2 recvRequest: rt_req_last_ttl = rq_hop_count
         if e.usable and not (moved and e.state is RouteState.GDWN):
             e.expires_ns = max(e.expires_ns, minimal)
         else:
@@ -800,6 +808,7 @@ class AodvRouting(RoutingProtocol):
                 e.next_hop, e.hop_count, e.dest_seq_no = prev, hc, m.dest_seq_no
                 e.valid_seq_no, e.expires_ns = True, expires
                 self.table.set_state(e, RouteState.VALID, now)
+            self.ns2_last_ttl.set(dest, hc)  # ns-2 recvReply: rt_req_last_ttl = rp_hop_count
             acts += self._route_found(dest, now, by_rrep=True)
         if orig == self.me:
             return acts
@@ -1006,13 +1015,16 @@ class AodvRouting(RoutingProtocol):
         if e.valid_seq_no and p.local_repair_bumps_seq_no:
             e.dest_seq_no = seq_inc(e.dest_seq_no)
         self.table.set_state(e, RouteState.REPAIRING, now)
-        back = self.table.lookup(src, now) if src is not None else None
-        hops_back = back.hop_count if back is not None else 0
-        ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
         self.ctx.counters.extra["aodv_local_repairs"] += 1
-        d = self.requests.add(Discovery(dst, ttl, now, local_repair=True, old_hop_count=e.hop_count))
-        if p.rreq_schedule == "ns2" and ttl >= p.net_diameter:
-            d.floods = 1
+        d = self.requests.add(Discovery(dst, 0, now, local_repair=True, old_hop_count=e.hop_count))
+        if p.rreq_schedule == "ns2":
+            # ns-2 local_rt_repair -> sendRequest: the TTL from max(rt_req_last_ttl,
+            # rt_last_hop_count), NETWORK_DIAMETER for a route never brought down here.
+            ns2_next_ttl(p, d, self._ns2_last(dst))
+        else:
+            back = self.table.lookup(src, now) if src is not None else None
+            hops_back = back.hop_count if back is not None else 0
+            d.ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
         acts = self._send_rreq(d, now)
         if p.local_repair_failure == "rediscover":
             # ns-2 aodv.cc AODV::local_rt_repair: "schedule(&lrtimer, p->copy(),

@@ -56,19 +56,39 @@ INFINITY2 = 0xFF
 
 
 def ns2_next_ttl(p: AodvParams, d: Discovery, last_ttl: int | None) -> None:
-    """ns-2 aodv.cc AODV::sendRequest's TTL after ``last_ttl`` (None: no earlier RREQ, no known
-    hop count): TTL_START, last + TTL_INCREMENT while last < TTL_THRESHOLD, else
+    """ns-2 aodv.cc AODV::sendRequest's TTL after ``last_ttl`` (None: nothing known, see
+    ``Ns2LastTtl.last``): TTL_START, last + TTL_INCREMENT while last < TTL_THRESHOLD, else
     NETWORK_DIAMETER counted as a flood (rt_req_cnt += 1)."""
     if last_ttl is None:
-        if p.ring_search_unknown_hop_count:
-            d.ttl = p.ttl_start
-            return
-        last_ttl = INFINITY2
+        d.ttl = p.ttl_start
+        return
     if last_ttl < p.ttl_threshold:
         d.ttl = min(last_ttl + p.ttl_increment, p.net_diameter)
     else:
         d.ttl = p.net_diameter
         d.floods += 1
+
+
+@dataclass(slots=True)
+class Ns2LastTtl:
+    """ns-2's ``rt_req_last_ttl`` per destination (kept across discoveries, as ns-2 never deletes
+    a route entry): the TTL of the last RREQ sent, or the hop count of the last RREQ or RREP that
+    brought a fresher route (aodv.cc recvReply, recvRequest)."""
+
+    _ttl: dict[int, int] = field(default_factory=dict)
+
+    def set(self, dst: int, ttl: int) -> None:
+        self._ttl[dst] = ttl
+
+    def last(self, p: AodvParams, dst: int, down_hop_count: int | None) -> int | None:
+        """The "last TTL" ns-2's AODV::sendRequest starts a discovery from. ns-2.26 to 2.35:
+        ``max(rt_req_last_ttl, rt_last_hop_count)`` with ``rt_last_hop_count`` INFINITY2 for a
+        route never brought down; ns-2.1b8a (``ring_search_unknown_hop_count``):
+        ``rt_req_last_ttl`` alone. None: none known (TTL_START)."""
+        last = self._ttl.get(dst, 0)
+        if not p.ring_search_unknown_hop_count:
+            last = max(last, INFINITY2 if down_hop_count is None else down_hop_count)
+        return last or None
 
 
 def ns2_timeout_ns(p: AodvParams, d: Discovery, node_traversal_ns: int | None = None) -> int:

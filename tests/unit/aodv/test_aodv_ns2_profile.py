@@ -128,34 +128,43 @@ def test_failed_local_repair_ns2_buffers_rediscovers_on_the_purge_tick_and_sends
     # A packet that arrives during the repair is buffered too (rt_resolve: RTF_IN_REPAIR).
     later = data(1, 6, b"later")
     r.event(FromAir(later, 3, 4), 30 * S)
-    # The repair timer fires at 20 + rt_req_timeout (the absolute 20.24 s used as a delay):
-    # 40.24 s: the route goes down (rt_down) and nothing is sent.
-    r.run_until(40240 * MS - 1)
+    # The repair timer fires at 20 + rt_req_timeout (the absolute 21.8 s used as a delay): 41.8 s.
+    r.run_until(41800 * MS - 1)
     assert r.core.table.lookup(6, r.now).state is RouteState.REPAIRING  # type: ignore[union-attr]
-    r.run_until(40240 * MS)
+    r.run_until(41800 * MS)
     assert r.core.table.lookup(6, r.now).state is RouteState.INVALID  # type: ignore[union-attr]
     r.run_until(45 * S)
-    # RREQs: the repair TTL max(2, 3 // 2) + LOCAL_ADD_TTL = 4 waits 2 * 4 * 30 ms = 0.24 s; each
-    # retry goes on the first 0.5 s purge tick after the wait (rt_purge -> sendRequest): TTL 6
-    # (0.36 s), 8 (0.48 s), then NETWORK_DIAMETER 30 with waits 1.8, 3.6, 5.4, 7.2 s
-    # (2 * 30 * 30 ms * rt_req_cnt).
+    # RREQs: sendRequest's TTL from max(rt_req_last_ttl, rt_last_hop_count INFINITY2: the route
+    # never went down here) is NETWORK_DIAMETER 30 at once, waits 2 * 30 * 30 ms * rt_req_cnt:
+    # 1.8, 3.6, 5.4, 7.2 s, each retry on the next 0.5 s purge tick (rt_purge -> sendRequest).
     assert r.rreqs() == [
-        (20 * S, 4, 0),
-        (20500 * MS, 6, 0),  # 20.24 -> tick 20.5
-        (21 * S, 8, 0),  # 20.86 -> 21.0
-        (21500 * MS, 30, 0),  # 21.48 -> 21.5
-        (23500 * MS, 30, 0),  # 23.3 -> 23.5
-        (27500 * MS, 30, 0),  # 27.1 -> 27.5
-        (33 * S, 30, 0),  # 32.9 -> 33.0
+        (20 * S, 30, 0),
+        (22 * S, 30, 0),  # 21.8 -> 22.0
+        (26 * S, 30, 0),  # 25.6 -> 26.0
+        (31500 * MS, 30, 0),  # 31.4 -> 31.5
     ]
-    # No RERR at all; at the tick 40.5 (the 7.2 s wait from 33.0 ended at 40.2) rt_req_cnt 4 >
+    # No RERR at all; at the tick 39.0 (the 7.2 s wait from 31.5 ended at 38.7) rt_req_cnt 4 >
     # RREQ_RETRIES 3: hold-down for 10 s and the buffered packets are dropped.
     assert r.rerrs() == []
-    assert r.drops("no_route") == [(40500 * MS, pkt), (40500 * MS, later)]
+    assert r.drops("no_route") == [(39 * S, pkt), (39 * S, later)]
     # After the repair timer, a transit packet gets rt_resolve's RERR with the unchanged rt_seqno.
     acts = r.event(FromAir(data(1, 6, b"after"), 3, 4), 45 * S)
     assert [(t, nh, m.unreachable) for t, nh, m in r.rerrs()] == [(45 * S, 3, ((ip(6), 10),))]
     assert Drop(data(1, 6, b"after"), "no_route") in acts
+
+
+def test_local_repair_ttl_after_the_route_went_down_here_before() -> None:
+    # rt_last_hop_count is the hop count when the route last went down (rt_down) at this node:
+    # 2, so sendRequest's ring runs 2 + 2 = 4 (0.24 s -> tick 20.5), 6 (0.36 s -> 21.0), 8, then
+    # NETWORK_DIAMETER.
+    r = _repairing_node("ns2")
+    e = r.core.table.lookup(6, 0)
+    assert e is not None
+    r.core.table.set_state(e, RouteState.INVALID, 0)
+    r.core.table.set_state(e, RouteState.VALID, 0)
+    r.event(TxStatus(Frame(data(1, 6), 5, meta={"prev_hop": 3}), ok=False), 20 * S)
+    r.run_until(23 * S)
+    assert r.rreqs() == [(20 * S, 4, 0), (20500 * MS, 6, 0), (21 * S, 8, 0), (21500 * MS, 30, 0)]
 
 
 def test_failed_local_repair_rfc_sends_rerr_upstream_after_the_ring_wait() -> None:
