@@ -431,3 +431,28 @@ def test_reactive_lm_acts_only_on_a_failed_handshake() -> None:
     assert all(x.tx_power_dbm is None for x in sends(acts))
     assert proto.ctx.counters.extra["aodv_link_breaks"] == 1
     assert proto.ctx.counters.extra["klemm_high_power_resends"] == 0
+
+
+@pytest.mark.parametrize("profile", ["legacy", "ns2"])
+def test_a_repair_during_a_gdwn_rediscovery_takes_the_route_off_the_dead_hop(profile: str) -> None:
+    """Station 4 (route back to 1: 3 hops via 3; to 6: 2 hops via 5, GDWN, rediscovery running)
+    loses the link to 5 under a transit packet: the break is repaired locally (ns-2's rule: 3 > 2)
+    and the running discovery becomes the repair. The route goes into repair, so the next packet
+    for 6 is buffered, not sent to the dead hop (before issue 46 the repair returned early and the
+    GDWN route kept carrying data to 5)."""
+    ctx = NodeContext(4, 6, random.Random(4))
+    proto = aodv_create(ctx, {"name": "aodv", "profile": profile, "params": {"max_broadcast_jitter": 0.0}})
+    proto.table.add(RouteEntry(1, 3, 3, 5, True, 100 * NS_PER_S))
+    e = proto.table.add(RouteEntry(6, 5, 2, 10, True, 100 * NS_PER_S))
+    e.precursors.add(3)
+    proto.table.set_state(e, RouteState.GDWN, NS_PER_S)
+    proto.start_discovery(6, NS_PER_S)
+    first = udp(1, 6, 1)
+    acts = list(proto.on_event(TxStatus(Frame(first, 5, meta={"prev_hop": 3}), False, 7, 0), NS_PER_S + 1))
+    assert e.state is RouteState.REPAIRING
+    assert not [f for f in sends(acts) if not f.control]
+    acts = list(proto.on_event(FromAir(udp(1, 6, 2), 3, 4), NS_PER_S + 2))
+    assert not sends(acts)
+    assert len(proto.buffer) == 2
+    d = proto.requests.get(6)
+    assert d is not None and d.local_repair

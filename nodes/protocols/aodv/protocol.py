@@ -1004,9 +1004,10 @@ class AodvRouting(RoutingProtocol):
 
     def _start_local_repair(self, dst: int, src: int | None, now: int) -> list[Action]:
         e = self.table.lookup(dst, now)
-        if e is None or not e.usable or dst in self.requests:
+        if e is None or not e.usable:
             return []
         p = self.p
+        running = self.requests.get(dst)
         # Section 6.12: "the node increments the sequence number for the destination and then
         # broadcasts a RREQ for that destination. The TTL of the RREQ should initially be set to
         # the following value: max(MIN_REPAIR_TTL, 0.5 * #hops) + LOCAL_ADD_TTL, where #hops is
@@ -1016,16 +1017,17 @@ class AodvRouting(RoutingProtocol):
             e.dest_seq_no = seq_inc(e.dest_seq_no)
         self.table.set_state(e, RouteState.REPAIRING, now)
         self.ctx.counters.extra["aodv_local_repairs"] += 1
-        d = self.requests.add(Discovery(dst, 0, now, local_repair=True, old_hop_count=e.hop_count))
-        if p.rreq_schedule == "ns2":
-            # ns-2 local_rt_repair -> sendRequest: the TTL from max(rt_req_last_ttl,
-            # rt_last_hop_count), NETWORK_DIAMETER for a route never brought down here.
-            ns2_next_ttl(p, d, self._ns2_last(dst))
+        acts: list[Action] = []
+        if running is not None:
+            # A discovery for the destination is under way (Klemm's source rediscovering its GDWN
+            # route): it becomes the repair, and the route is in repair all the same (ns-2's
+            # local_rt_repair marks it RTF_IN_REPAIR whatever sendRequest does), so no packet
+            # takes the dead hop.
+            running.local_repair, running.old_hop_count = True, e.hop_count
+            d = running
         else:
-            back = self.table.lookup(src, now) if src is not None else None
-            hops_back = back.hop_count if back is not None else 0
-            d.ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
-        acts = self._send_rreq(d, now)
+            d = self.requests.add(Discovery(dst, 0, now, local_repair=True, old_hop_count=e.hop_count))
+            acts = self._first_repair_rreq(d, e, src, now)
         if p.local_repair_failure == "rediscover":
             # ns-2 aodv.cc AODV::local_rt_repair: "schedule(&lrtimer, p->copy(),
             # rt->rt_req_timeout)", an absolute time used as a delay.
@@ -1033,6 +1035,18 @@ class AodvRouting(RoutingProtocol):
             since_start = now - self.started_ns if p.local_repair_wait_from_start else 0
             acts.append(SetTimer(RepairTimer(dst), now + since_start + wait))
         return acts
+
+    def _first_repair_rreq(self, d: Discovery, e: RouteEntry, src: int | None, now: int) -> list[Action]:
+        p = self.p
+        if p.rreq_schedule == "ns2":
+            # ns-2 local_rt_repair -> sendRequest: the TTL from max(rt_req_last_ttl,
+            # rt_last_hop_count), NETWORK_DIAMETER for a route never brought down here.
+            ns2_next_ttl(p, d, self._ns2_last(d.dst))
+        else:
+            back = self.table.lookup(src, now) if src is not None else None
+            hops_back = back.hop_count if back is not None else 0
+            d.ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
+        return self._send_rreq(d, now)
 
     def _on_repair_timer(self, dst: int, now: int) -> list[Action]:
         """ns-2 aodv.cc LocalRepairTimer::handle: "route is yet to be repaired ... bring down the

@@ -39,7 +39,7 @@ TRANSITIONS: Mapping[RouteState, frozenset[RouteState]] = {
     RouteState.VALID: frozenset({RouteState.INVALID, RouteState.REPAIRING, RouteState.GDWN}),
     RouteState.INVALID: frozenset({RouteState.VALID}),
     RouteState.REPAIRING: frozenset({RouteState.VALID, RouteState.INVALID}),
-    RouteState.GDWN: frozenset({RouteState.VALID, RouteState.INVALID}),
+    RouteState.GDWN: frozenset({RouteState.VALID, RouteState.INVALID, RouteState.REPAIRING}),
 }
 
 FORWARDING_STATES: frozenset[RouteState] = frozenset({RouteState.VALID, RouteState.GDWN})
