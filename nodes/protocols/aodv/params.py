@@ -190,6 +190,14 @@ class AodvParams:
     2.26 to 2.35: ``(rq->rq_src_seqno > rt0->rt_seqno) || ((rq->rq_src_seqno == rt0->rt_seqno) &&
     (rq->rq_hop_count < rt0->rt_hops))``; otherwise only the lifetime is extended). False: every
     new RREQ rewrites them (the testbed before issue 46)."""
+    source_rebuffers_on_break: bool = True
+    """Whether the source keeps its own packets of a broken link (the failed one and those queued
+    to the neighbour) and rediscovers at once. True: ns-2.1b8a aodv.cc AODV::rt_ll_failed ("If I
+    am the source, queue the packet") and AODV::rt_down (the source's queued packets re-buffered
+    and sendRequest); RFC 3561 section 6.3 buffers packets awaiting a route. False: ns-2.26 to
+    2.35 AODV::rt_ll_failed drops them (``drop(p, DROP_RTR_MAC_CALLBACK)``, the same for every
+    interface-queue packet to that neighbour); only the next packet the source sends
+    (AODV::rt_resolve) starts a discovery."""
     no_route_bumps_seq_no: bool = True
     """Whether a data packet without a route (RFC 3561 section 6.11 case (ii)) increments the
     stored destination sequence number (section 6.11: "incremented for cases (i) and (ii)"),
@@ -350,6 +358,7 @@ PROFILES: ProfileTable = {
         "link_break_prunes_precursors": True,
         "repair_only_failed_packet": True,
         "reverse_route_fresher_only": True,
+        "source_rebuffers_on_break": False,
     },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the

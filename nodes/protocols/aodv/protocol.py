@@ -995,7 +995,12 @@ class AodvRouting(RoutingProtocol):
         prev = f.meta.get("prev_hop")
         if dst is not None and dst == repair_dst:
             return self._buffer(dst, packet, prev, True, now)
-        if dst is not None and prev is None and packet[12:16] == self.ctx.ip:
+        if (
+            dst is not None
+            and prev is None
+            and packet[12:16] == self.ctx.ip
+            and self.p.source_rebuffers_on_break
+        ):
             # Our own packet: keep it and rediscover (the route is invalid now).
             self.ctx.counters.extra["aodv_rebuffered"] += 1
             restart.add(dst)

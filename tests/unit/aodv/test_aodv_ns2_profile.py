@@ -223,7 +223,7 @@ def test_discovery_ns2_waits_are_capped_and_an_originated_packet_sends_the_retry
     assert r.rreqs() == [(0, 30, 0), (7200 * MS, 30, 0), (20 * S, 30, 0)]
 
 
-def test_discovery_ns2_ring_from_ttl_start_when_the_unknown_hop_count_rule_is_off() -> None:
+def test_discovery_ns2_1b8a_ring_from_ttl_start() -> None:
     # ns-2.1b8a (Klemm 2004): TTL_START 1 and the ring 1, 3, 5, 7 (waits 2 * TTL * 30 ms), then
     # NETWORK_DIAMETER; each retry on the next 0.5 s tick.
     r = Run(1, "ns2", ttl_start=1, ring_search_unknown_hop_count=True)
@@ -343,6 +343,7 @@ def test_klemm_scenarios_run_ns2_1b8a_and_cohen_runs_ns2() -> None:
         assert isinstance(p, AodvParams)
         assert (p.local_repair, p.active_route_timeout, p.ttl_start) == (False, 50.0, 1), name
         assert p.ring_search_unknown_hop_count and not p.hold_down_drops_buffer, name
+        assert p.source_rebuffers_on_break, name
         assert (p.net_diameter, p.node_traversal_time, p.rreq_retries, p.max_rreq_timeout) == (
             30,
             0.03,
@@ -452,3 +453,24 @@ def test_reverse_route_is_replaced_only_by_a_fresher_or_shorter_one() -> None:
         r.event(rreq(2, 6), 1500 * MS)  # fresher: every profile moves it
         e = r.core.table.lookup(1, 1500 * MS)
         assert e is not None and (e.next_hop, e.hop_count, e.dest_seq_no) == (4, 3, 6), profile
+
+
+def test_the_source_s_own_packet_at_a_break() -> None:
+    # ns-2.26-2.35 rt_ll_failed drops the source's failed packet (and its queued ones) and sends
+    # no RREQ until the source sends again; ns-2.1b8a and the rfc profile keep it and rediscover.
+    for profile, kept in (("ns2", False), ("rfc", True)):
+        r = Run(1, profile, max_broadcast_jitter=0.0)
+        r.core.table.add(RouteEntry(9, 2, 3, 10, True, FAR))
+        pkt = data(1, 9)
+        r.event(TxStatus(Frame(pkt, 2, meta={"prev_hop": None}), ok=False), 1 * S)
+        assert (len(r.core.buffer) == 1) is kept, profile
+        assert (r.drops("link_failure") == [(1 * S, pkt)]) is not kept, profile
+        assert [t for t, _, _ in r.rreqs()] == ([1 * S] if kept else []), profile
+    # ns2: the next packet the source sends starts the discovery (rt_resolve -> sendRequest).
+    r.event(FromLocal(data(1, 9, b"next")), 2 * S)
+    assert [t for t, _, _ in r.rreqs()] == [1 * S, 1560 * MS]  # rfc: TTL 5 waited 0.56 s
+    r = Run(1, "ns2")
+    r.core.table.add(RouteEntry(9, 2, 3, 10, True, FAR))
+    r.event(TxStatus(Frame(data(1, 9), 2, meta={"prev_hop": None}), ok=False), 1 * S)
+    r.event(FromLocal(data(1, 9, b"next")), 2 * S)
+    assert [(t, ttl) for t, ttl, _ in r.rreqs()] == [(2 * S, 5)]  # last hop count 3 + 2
