@@ -198,6 +198,16 @@ class AodvParams:
     2.35 AODV::rt_ll_failed drops them (``drop(p, DROP_RTR_MAC_CALLBACK)``, the same for every
     interface-queue packet to that neighbour); only the next packet the source sends
     (AODV::rt_resolve) starts a discovery."""
+    my_route_timeout: float | None = None
+    """MY_ROUTE_TIMEOUT, s: the Lifetime a destination puts in its RREP. None: derived from the
+    other constants (``my_route_timeout_ns``, RFC 3561 section 10). ns-2 aodv.h
+    ``MY_ROUTE_TIMEOUT``, sent by aodv.cc AODV::recvRequest's sendReply: 10 s (2.26 to 2.35),
+    60 s (2.1b8a)."""
+    reverse_route_life: float | None = None
+    """s a RREQ keeps the reverse route alive at least. None: RFC 3561 section 6.5's
+    MinimalLifetime (2 * NET_TRAVERSAL_TIME - 2 * HopCount * NODE_TRAVERSAL_TIME). ns-2 aodv.h
+    ``REV_ROUTE_LIFE`` in aodv.cc AODV::recvRequest (``max(rt0->rt_expire, CURRENT_TIME +
+    REV_ROUTE_LIFE)``): 6 s (2.26 to 2.35), 10 s (2.1b8a)."""
     no_route_bumps_seq_no: bool = True
     """Whether a data packet without a route (RFC 3561 section 6.11 case (ii)) increments the
     stored destination sequence number (section 6.11: "incremented for cases (i) and (ii)"),
@@ -242,6 +252,10 @@ class AodvParams:
         for name in ("max_rreq_timeout", "route_purge_interval"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
+        for name in ("my_route_timeout", "reverse_route_life"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0 (or null: derived)")
 
     # ---------------------------------------------------------------- nanoseconds
     @property
@@ -307,8 +321,22 @@ class AodvParams:
     def my_route_timeout_ns(self) -> int:
         """MY_ROUTE_TIMEOUT = 2 * ACTIVE_ROUTE_TIMEOUT, but section 10 also says "The configured
         value for MY_ROUTE_TIMEOUT MUST be at least 2 * PATH_DISCOVERY_TIME": we take the larger
-        of the two, as ns-3 does (11.2 s with the defaults)."""
+        of the two, as ns-3 does (11.2 s with the defaults); ``my_route_timeout`` when set."""
+        if self.my_route_timeout is not None:
+            return seconds(self.my_route_timeout)
         return 2 * max(self.active_route_timeout_ns, self.path_discovery_time_ns)
+
+    def reverse_route_lifetime_ns(self, hop_count: int) -> int:
+        """How long a RREQ keeps the reverse route alive at least: ``reverse_route_life`` (ns-2's
+        REV_ROUTE_LIFE) when set, else section 6.5's MinimalLifetime, 2 * NET_TRAVERSAL_TIME -
+        2 * HopCount * NODE_TRAVERSAL_TIME (at least one NODE_TRAVERSAL_TIME for absurd hop
+        counts)."""
+        if self.reverse_route_life is not None:
+            return seconds(self.reverse_route_life)
+        return max(
+            2 * self.net_traversal_time_ns - 2 * hop_count * self.node_traversal_time_ns,
+            self.node_traversal_time_ns,
+        )
 
     @property
     def next_hop_wait_ns(self) -> int:
@@ -359,6 +387,8 @@ PROFILES: ProfileTable = {
         "repair_only_failed_packet": True,
         "reverse_route_fresher_only": True,
         "source_rebuffers_on_break": False,
+        "my_route_timeout": 10.0,  # aodv.h MY_ROUTE_TIMEOUT 10 (2.1b8a: 60)
+        "reverse_route_life": 6.0,  # aodv.h REV_ROUTE_LIFE 6 (2.1b8a: 10)
     },
 }
 """Each routing profile's values (``nodes.protocols.profiles``): the fields that differ from the

@@ -675,10 +675,8 @@ class AodvRouting(RoutingProtocol):
         p = self.p
         # Section 6.5: "MinimalLifetime = (current time + 2*NET_TRAVERSAL_TIME -
         # 2*HopCount*NODE_TRAVERSAL_TIME)"; the lifetime becomes max(ExistingLifetime,
-        # MinimalLifetime). (Clamped to one NODE_TRAVERSAL_TIME for absurd hop counts.)
-        minimal = now + max(
-            2 * p.net_traversal_time_ns - 2 * hc * p.node_traversal_time_ns, p.node_traversal_time_ns
-        )
+        # MinimalLifetime). (ns-2: REV_ROUTE_LIFE instead, ``reverse_route_life``.)
+        minimal = now + p.reverse_route_lifetime_ns(hc)
         e = self.table.lookup(orig, now)
         if e is None:
             return self.table.add(RouteEntry(orig, prev, hc, orig_seq, True, minimal))

@@ -34,7 +34,7 @@ from nodes.core.events import (
 )
 from nodes.core.protocol import NodeContext
 from nodes.protocols import effective_params
-from nodes.protocols.aodv import AodvParams, AodvRouting, Rerr, RouteEntry, RouteState, Rreq, decode
+from nodes.protocols.aodv import AodvParams, AodvRouting, Rerr, RouteEntry, RouteState, Rrep, Rreq, decode
 from topologies.scenario import load_scenario
 
 MS = NS_PER_MS
@@ -344,6 +344,7 @@ def test_klemm_scenarios_run_ns2_1b8a_and_cohen_runs_ns2() -> None:
         assert (p.local_repair, p.active_route_timeout, p.ttl_start) == (False, 50.0, 1), name
         assert p.ring_search_unknown_hop_count and not p.hold_down_drops_buffer, name
         assert p.source_rebuffers_on_break, name
+        assert (p.my_route_timeout, p.reverse_route_life) == (60.0, 10.0), name
         assert (p.net_diameter, p.node_traversal_time, p.rreq_retries, p.max_rreq_timeout) == (
             30,
             0.03,
@@ -474,3 +475,17 @@ def test_the_source_s_own_packet_at_a_break() -> None:
     r.event(TxStatus(Frame(data(1, 9), 2, meta={"prev_hop": None}), ok=False), 1 * S)
     r.event(FromLocal(data(1, 9, b"next")), 2 * S)
     assert [(t, ttl) for t, ttl, _ in r.rreqs()] == [(2 * S, 5)]  # last hop count 3 + 2
+
+
+def test_destination_rrep_lifetime_and_reverse_route_life() -> None:
+    # Station 5 answers a RREQ of 1 that came over 4 with 3 hops. RREP Lifetime: ns-2's
+    # MY_ROUTE_TIMEOUT 10 s; RFC 10: 2 * max(ACTIVE_ROUTE_TIMEOUT 3 s, PATH_DISCOVERY_TIME 5.6 s)
+    # = 11.2 s. Reverse route to 1: ns-2's REV_ROUTE_LIFE 6 s; RFC 6.5: 2 * 2.8 s - 2 * 4 * 40 ms
+    # = 5.28 s.
+    for profile, lifetime_ms, reverse_ns in (("ns2", 10000, 6 * S), ("rfc", 11200, 5280 * MS)):
+        r = Run(5, profile, max_broadcast_jitter=0.0)
+        acts = r.event(air(Rreq(1, ip(5), 0, ip(1), 3, 3, unknown_seq_no=True), 4, ttl=5), 1 * S)
+        (rrep,) = [decode(a.frame.packet[28:]) for a in acts if isinstance(a, Send)]
+        assert isinstance(rrep, Rrep) and rrep.lifetime_ms == lifetime_ms, profile
+        e = r.core.table.lookup(1, 1 * S)
+        assert e is not None and e.expires_ns == 1 * S + reverse_ns, profile
