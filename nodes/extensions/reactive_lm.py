@@ -222,8 +222,11 @@ class ReactiveLm:
         frame, now_ns = ev.frame, ev.now_ns
         nb = frame.next_hop
         # Control frames (RREP, RERR) stay at default power: "new routes should consist of default
-        # power links only". A failure at high power is a real link break.
-        if frame.control or frame.meta.get(META_HIGH) or nb in self.gd.high_power:
+        # power links only". A failure at high power is a real link break. Only a failed RTS-CTS
+        # handshake (no DATA attempt) raises the power: "if the RTS-CTS handshake (to a neighbor
+        # N_Y) with default transmission power is not successful"; a DATA frame that got its CTS
+        # but no ACK is AODV's ordinary link failure.
+        if frame.control or ev.data_attempts > 0 or frame.meta.get(META_HIGH) or nb in self.gd.high_power:
             return []
         ev.decision.link_break = False
         self.ctx.counters.extra["klemm_high_power_resends"] += 1

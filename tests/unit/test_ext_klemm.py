@@ -10,7 +10,7 @@ import pytest
 
 from nodes.core import NS_PER_MS, NS_PER_S, ParamError
 from nodes.core.addr import BROADCAST, station_ip_bytes, station_ip_int
-from nodes.core.events import Drop, Frame, FromAir, Send, SetPower, TxStatus
+from nodes.core.events import Drop, Frame, FromAir, Send, SetPower, SetTimer, Timer, TxStatus
 from nodes.core.ipv4 import checksum
 from nodes.core.protocol import NodeContext
 from nodes.core.sim import SimNetwork
@@ -365,3 +365,94 @@ def test_klemm_extensions_need_aodv_hooks() -> None:
     proto = dsr_create(ctx, {"name": "dsr"})
     with pytest.raises(ParamError):
         attach_extensions(ctx, proto, ["proactive_lm"])
+
+
+# ---------------------------------------------------------------------------------- issue 46 fixes
+def test_a_vetoed_rreq_copy_does_not_suppress_the_good_copy_that_follows() -> None:
+    """Station 2 hears 4 moving out of range (Proactive LM: weak, RREQs from it ignored); a RREQ
+    copy from 4 is ignored, the same RREQ (same originator and RREQ ID) from 1 just after is
+    still processed and rebroadcast."""
+    proto = station(["proactive_lm"])
+    hear(proto, 4, 200.0, 0)
+    hear(proto, 4, 246.0, 100 * NS_PER_MS)  # slope 460 m/s: d_0.1 = 292 m > 250 m
+    assert proto.ctx.counters.extra["klemm_weak_links"] == 1
+    m = Rreq(7, station_ip_int(9), 0, station_ip_int(5), 3, 1, unknown_seq_no=True)
+    pkt = wire.build(station_ip_int(5), wire.LIMITED_BROADCAST, 5, m.encode(), 7)
+    acts = list(proto.on_event(FromAir(pkt, 4, BROADCAST), 200 * NS_PER_MS))
+    assert Drop(pkt, "aodv_rreq_vetoed") in acts and not sends(acts)
+    acts = list(proto.on_event(FromAir(pkt, 1, BROADCAST), 201 * NS_PER_MS))
+    assert [f.next_hop for f in sends(acts)] == [BROADCAST]
+    assert proto.ctx.counters.routing_forwarded["rreq"] == 1
+    back = proto.table.lookup(5, 201 * NS_PER_MS)
+    assert back is not None and back.next_hop == 1
+    # a third copy is the duplicate now
+    acts = list(proto.on_event(FromAir(pkt, 3, BROADCAST), 202 * NS_PER_MS))
+    assert Drop(pkt, "aodv_rreq_duplicate") in acts
+
+
+@pytest.mark.parametrize(
+    ("profile", "first", "second"),
+    [
+        # RFC 6.4 (legacy): hop count 2 + 2 = TTL 4 waits 2 * 40 ms * (4 + 2) = 480 ms; then TTL 6.
+        ("legacy", (4, 1480 * NS_PER_MS), 6),
+        # ns-2 sendRequest: the route never went down (rt_last_hop_count INFINITY2): TTL 30 at
+        # once, 2 * 30 * 30 ms = 1.8 s -> the 0.5 s tick 3.0 s; then 30 again.
+        ("ns2", (30, 3 * NS_PER_S), 30),
+    ],
+)
+def test_gdwn_rediscovery_goes_on_after_its_first_timeout(
+    profile: str, first: tuple[int, int], second: int
+) -> None:
+    """A GDWN route still carries data but must not end the rediscovery started for it: the
+    discovery retries until a VALID route comes (before, the first timeout took the GDWN route
+    for a found one)."""
+    ctx = NodeContext(1, 4, random.Random(1))
+    proto = aodv_create(ctx, {"name": "aodv", "profile": profile, "params": {"max_broadcast_jitter": 0.0}})
+    e = proto.table.add(RouteEntry(3, 2, 2, 5, True, 100 * NS_PER_S))
+    proto.table.set_state(e, RouteState.GDWN, NS_PER_S)
+    acts = proto.start_discovery(3, NS_PER_S)
+    (f,) = sends(acts)
+    (t,) = [a for a in acts if isinstance(a, SetTimer)]
+    assert (f.packet[8], t.at_ns) == first
+    acts = list(proto.on_event(Timer(t.key), t.at_ns))
+    rreqs = [x for x in sends(acts) if x.next_hop == BROADCAST]
+    assert [x.packet[8] for x in rreqs] == [second]
+    assert proto.requests.get(3) is not None
+
+
+def test_reactive_lm_acts_only_on_a_failed_handshake() -> None:
+    """Klemm s4.2.2: "if the RTS-CTS handshake ... with default transmission power is not
+    successful". A DATA frame that got its CTS (data_attempts > 0) but no ACK is AODV's ordinary
+    link failure: no high-power resend, no SetPower."""
+    proto = station(["reactive_lm"])
+    f = Frame(udp(1, 3), 3, meta={"prev_hop": 1})
+    acts = fail(proto, f, NS_PER_S, rts=1, data=7)
+    assert not any(isinstance(a, SetPower) for a in acts)
+    assert all(x.tx_power_dbm is None for x in sends(acts))
+    assert proto.ctx.counters.extra["aodv_link_breaks"] == 1
+    assert proto.ctx.counters.extra["klemm_high_power_resends"] == 0
+
+
+@pytest.mark.parametrize("profile", ["legacy", "ns2"])
+def test_a_repair_during_a_gdwn_rediscovery_takes_the_route_off_the_dead_hop(profile: str) -> None:
+    """Station 4 (route back to 1: 3 hops via 3; to 6: 2 hops via 5, GDWN, rediscovery running)
+    loses the link to 5 under a transit packet: the break is repaired locally (ns-2's rule: 3 > 2)
+    and the running discovery becomes the repair. The route goes into repair, so the next packet
+    for 6 is buffered, not sent to the dead hop (before issue 46 the repair returned early and the
+    GDWN route kept carrying data to 5)."""
+    ctx = NodeContext(4, 6, random.Random(4))
+    proto = aodv_create(ctx, {"name": "aodv", "profile": profile, "params": {"max_broadcast_jitter": 0.0}})
+    proto.table.add(RouteEntry(1, 3, 3, 5, True, 100 * NS_PER_S))
+    e = proto.table.add(RouteEntry(6, 5, 2, 10, True, 100 * NS_PER_S))
+    e.precursors.add(3)
+    proto.table.set_state(e, RouteState.GDWN, NS_PER_S)
+    proto.start_discovery(6, NS_PER_S)
+    first = udp(1, 6, 1)
+    acts = list(proto.on_event(TxStatus(Frame(first, 5, meta={"prev_hop": 3}), False, 7, 0), NS_PER_S + 1))
+    assert e.state is RouteState.REPAIRING
+    assert not [f for f in sends(acts) if not f.control]
+    acts = list(proto.on_event(FromAir(udp(1, 6, 2), 3, 4), NS_PER_S + 2))
+    assert not sends(acts)
+    assert len(proto.buffer) == 2
+    d = proto.requests.get(6)
+    assert d is not None and d.local_repair

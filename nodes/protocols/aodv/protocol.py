@@ -77,7 +77,17 @@ from .messages import MalformedMessage, Message, Rerr, Rrep, RrepAck, Rreq, deco
 from .neighbours import NeighbourTable
 from .params import AodvParams
 from .rate_limit import RateLimiter
-from .request_table import Discovery, RequestTable, TraversalHistory, first_ttl, next_attempt, timeout_ns
+from .request_table import (
+    Discovery,
+    Ns2LastTtl,
+    RequestTable,
+    TraversalHistory,
+    first_ttl,
+    next_attempt,
+    ns2_next_ttl,
+    ns2_timeout_ns,
+    timeout_ns,
+)
 from .route_table import RouteEntry, RouteState, RoutingTable, is_fresher
 from .send_buffer import SendBuffer
 from .seqno import seq_ge, seq_gt, seq_inc, seq_max
@@ -88,6 +98,14 @@ from .seqno import seq_ge, seq_gt, seq_inc, seq_max
 class RreqTimer:
     """The route discovery for ``dst`` waited its ring-traversal time, or the RREQ rate limit
     let it go (section 6.3)."""
+
+    dst: int
+
+
+@dataclass(frozen=True, slots=True)
+class RepairTimer:
+    """The local repair of the route to ``dst`` has had its time (``local_repair_failure``
+    "rediscover": ns-2's LocalRepairTimer)."""
 
     dst: int
 
@@ -104,7 +122,7 @@ class RrepAckTimer:
     neighbour: int
 
 
-TIMER_KEYS = (RreqTimer, HelloTimer, RrepAckTimer)
+TIMER_KEYS = (RreqTimer, RepairTimer, HelloTimer, RrepAckTimer)
 """The types of every timer key this core sets."""
 
 
@@ -141,6 +159,8 @@ class AodvRouting(RoutingProtocol):
         self.table = RoutingTable(p.delete_period_ns, self.log)
         self.ids = IdCache(p.path_discovery_time_ns)
         self.requests = RequestTable()
+        self.ns2_last_ttl = Ns2LastTtl()
+        """ns-2's rt_req_last_ttl per destination (``rreq_schedule`` "ns2")."""
         self.traversal = TraversalHistory(p.traversal_history)
         """Per-hop discovery latencies (``adaptive_traversal_time``, ns-2's PerHopTime)."""
         self.neighbours = NeighbourTable()
@@ -149,9 +169,13 @@ class AodvRouting(RoutingProtocol):
         self.rerr_rate = RateLimiter(p.rerr_ratelimit)
         self.last_broadcast_ns: int | None = None
         self._ip_id = 0
+        self.started_ns = 0
+        """When the node started: ns-2's time zero (its route-purge ticks, ``rreq_schedule``
+        "ns2", and ``local_repair_wait_from_start`` count from it)."""
 
     # ================================================================ entry points
     def start(self, now_ns: int) -> list[Action]:
+        self.started_ns = now_ns
         if not self.p.enable_hello:
             return []
         return [SetTimer(HelloTimer(), now_ns + self.p.hello_interval_ns + self._jitter())]
@@ -267,6 +291,8 @@ class AodvRouting(RoutingProtocol):
     def _on_timer(self, key: Hashable, now: int) -> list[Action]:
         if isinstance(key, RreqTimer):
             return self._on_rreq_timeout(key.dst, now)
+        if isinstance(key, RepairTimer):
+            return self._on_repair_timer(key.dst, now)
         if isinstance(key, HelloTimer):
             return self._on_hello_timer(now)
         if isinstance(key, RrepAckTimer):
@@ -309,7 +335,7 @@ class AodvRouting(RoutingProtocol):
         unreachable_seq = 0
         recipients = {prev}
         if e is not None:
-            if e.valid_seq_no:
+            if e.valid_seq_no and self.p.no_route_bumps_seq_no:
                 e.dest_seq_no = seq_inc(e.dest_seq_no)
             unreachable_seq = e.dest_seq_no
             recipients |= e.precursors
@@ -381,11 +407,71 @@ class AodvRouting(RoutingProtocol):
 
     # ================================================================ route discovery (6.3, 6.4)
     def _start_discovery(self, dst: int, now: int) -> list[Action]:
-        if dst in self.requests:
+        ns2 = self.p.rreq_schedule == "ns2"
+        d = self.requests.get(dst)
+        if d is not None:
+            # ns-2 aodv.cc AODV::rt_resolve: every packet we originate calls sendRequest, which
+            # sends the next RREQ once rt_req_timeout has passed.
+            if ns2 and not d.rate_limited and now >= d.next_rreq_ns:
+                return self._ns2_send_request(d, now)
             return []
-        e = self.table.lookup(dst, now)
-        d = self.requests.add(Discovery(dst, first_ttl(self.p, None if e is None else e.hop_count), now))
+        if ns2:
+            d = self.requests.add(Discovery(dst, 0, now))
+            ns2_next_ttl(self.p, d, self._ns2_last(dst))
+        else:
+            e = self.table.lookup(dst, now)
+            d = self.requests.add(Discovery(dst, first_ttl(self.p, None if e is None else e.hop_count), now))
         return self._send_rreq(d, now)
+
+    def _ns2_last(self, dst: int) -> int | None:
+        return self.ns2_last_ttl.last(self.p, dst, self.table.down_hop_count.get(dst))
+
+    def _purge_tick_at_or_after(self, t: int) -> int:
+        """The first of ns-2's route-purge ticks (AODV::rt_purge every ``route_purge_interval``
+        from the node's start) at or after ``t``."""
+        step = self.p.route_purge_interval_ns
+        k = max(0, -(-(t - self.started_ns) // step))
+        return self.started_ns + k * step
+
+    def _ns2_send_request(self, d: Discovery, now: int) -> list[Action]:
+        """ns-2 aodv.cc AODV::sendRequest for a destination still without a route."""
+        p = self.p
+        key = RreqTimer(d.dst)
+        if now < d.next_rreq_ns:
+            return [SetTimer(key, self._purge_tick_at_or_after(d.next_rreq_ns))]
+        if d.floods > p.rreq_retries:
+            # "if (rt->rt_req_cnt > RREQ_RETRIES) { rt->rt_req_timeout = CURRENT_TIME +
+            # MAX_RREQ_TIMEOUT; rt->rt_req_cnt = 0;" and the waiting packets are dropped.
+            d.next_rreq_ns = now + p.max_rreq_timeout_ns
+            d.floods = 0
+            self.ctx.counters.extra["aodv_discovery_failed"] += 1
+            acts = self._drop_buffered(d.dst, "no_route", now) if p.hold_down_drops_buffer else []
+            return acts + [SetTimer(key, self._purge_tick_at_or_after(d.next_rreq_ns))]
+        ns2_next_ttl(p, d, d.ttl)
+        return self._send_rreq(d, now)
+
+    def _ns2_purge_tick(self, d: Discovery, now: int) -> list[Action]:
+        """ns-2 aodv.cc AODV::rt_purge for a route that is not up: "if there is a packet for
+        this destination waiting in the sendbuffer, then send out route request"."""
+        acts: list[Action] = []
+        for b in self.buffer.purge(now):
+            acts += self._drop(b.packet, "send_buffer_timeout", now)
+        e = self.table.lookup(d.dst, now)
+        if self.buffer.has(d.dst) or (e is not None and e.state is RouteState.GDWN):
+            # (A GDWN route: Klemm's source rediscovers while it still sends on it.)
+            return acts + self._ns2_send_request(d, now)
+        if e is not None and e.state is RouteState.REPAIRING:
+            # Still in repair: packets that arrive are buffered and the next tick asks again.
+            return acts + [SetTimer(RreqTimer(d.dst), self._purge_tick_at_or_after(now + 1))]
+        self.requests.pop(d.dst)
+        return acts
+
+    def _rreq_wait_ns(self, d: Discovery) -> int:
+        """How long the RREQ just sent for ``d`` waits for a RREP (``rreq_schedule``)."""
+        ntt = self._node_traversal_ns(d.dst)
+        if self.p.rreq_schedule == "ns2":
+            return ns2_timeout_ns(self.p, d, ntt)
+        return timeout_ns(self.p, d, ntt)
 
     def _send_rreq(self, d: Discovery, now: int) -> list[Action]:
         key = RreqTimer(d.dst)
@@ -421,8 +507,13 @@ class AodvRouting(RoutingProtocol):
         )
         self.log.debug("RREQ %d for %d ttl %d", self.rreq_id, d.dst, d.ttl)
         d.last_rreq_ns = now
-        wait = timeout_ns(self.p, d, self._node_traversal_ns(d.dst))
-        return [self._broadcast(rreq, d.ttl, "rreq", False, now), SetTimer(key, now + wait)]
+        self.ns2_last_ttl.set(d.dst, d.ttl)  # "remember the TTL used for the next time"
+        wait = self._rreq_wait_ns(d)
+        at = now + wait
+        if self.p.rreq_schedule == "ns2":
+            d.next_rreq_ns = at
+            at = self._purge_tick_at_or_after(at)
+        return [self._broadcast(rreq, d.ttl, "rreq", False, now), SetTimer(key, at)]
 
     def _node_traversal_ns(self, dst: int) -> int | None:
         """NODE_TRAVERSAL_TIME for the waits of a discovery of ``dst``: the measured per-hop
@@ -435,11 +526,13 @@ class AodvRouting(RoutingProtocol):
             return []
         if d.rate_limited:
             return self._send_rreq(d, now)
-        if self.table.usable(dst, now) is not None:
+        if self._valid(dst, now) is not None:
             return self._route_found(dst, now)
-        if d.local_repair:
+        if d.local_repair and self.p.local_repair_failure == "rerr":
             self.requests.pop(dst)
             return self._repair_failed(dst, now)
+        if self.p.rreq_schedule == "ns2":
+            return self._ns2_purge_tick(d, now)
         if not next_attempt(self.p, d):
             # Section 6.3: after RREQ_RETRIES at the maximum TTL "all data packets destined for
             # the corresponding destination SHOULD be dropped from the buffer".
@@ -451,19 +544,27 @@ class AodvRouting(RoutingProtocol):
             acts += self._drop(b.packet, "send_buffer_timeout", now)
         return acts + self._send_rreq(d, now)
 
+    def _valid(self, dst: int, now: int) -> RouteEntry | None:
+        """The VALID route to ``dst``: what ends a discovery. A GDWN route (Klemm's going-down
+        state) carries data but does not end the rediscovery the extension started for it."""
+        e = self.table.lookup(dst, now)
+        return e if e is not None and e.state is RouteState.VALID else None
+
     def _route_found(self, dst: int, now: int, by_rrep: bool = False) -> list[Action]:
         """A usable route to ``dst`` may now exist: finish its discovery and flush the buffer.
         ``by_rrep``: a RREP brought it (a per-hop latency sample, as ns-2's recvReply takes)."""
         d = self.requests.get(dst)
         if d is None:
             return []
-        e = self.table.usable(dst, now)
+        e = self._valid(dst, now)
         if e is None:
             return []
         self.requests.pop(dst)
         if by_rrep and not d.rate_limited:
             self.traversal.add(dst, now - d.last_rreq_ns, e.hop_count)
         acts: list[Action] = [CancelTimer(RreqTimer(dst))]
+        if d.local_repair and self.p.local_repair_failure == "rediscover":
+            acts.append(CancelTimer(RepairTimer(dst)))
         if d.local_repair:
             # Section 6.12: "If ... the hop count of the newly determined route to the destination
             # is greater than the hop count of the previously known route the node SHOULD issue a
@@ -525,7 +626,7 @@ class AodvRouting(RoutingProtocol):
         # Section 6.5: "the node first creates or updates a route to the previous hop without a
         # valid sequence number".
         acts = self._update_neighbour_route(prev, now)
-        if self.ids.check_and_add(orig, m.rreq_id, now):
+        if self.ids.seen(orig, m.rreq_id, now):
             return acts + [Drop(packet, "aodv_rreq_duplicate")]
         # "First, it first increments the hop count value in the RREQ by one".
         hc = min(m.hop_count + 1, 255)
@@ -548,7 +649,10 @@ class AodvRouting(RoutingProtocol):
                 AodvRouteRequest(now_ns=now, rreq=m, prev_hop=prev, decision=decision)
             )
         if not decision.accept:
+            # A vetoed copy (Klemm's weak or high-power neighbour) is as if unheard: its RREQ ID
+            # is not recorded, so a later copy over a good link is still processed.
             return acts + [Drop(packet, "aodv_rreq_vetoed")]
+        self.ids.add(orig, m.rreq_id, now)
         rev = self._update_reverse_route(orig, m.orig_seq_no, hc, prev, now)
         acts += self._route_found(orig, now)
         if dest == self.me:
@@ -571,13 +675,22 @@ class AodvRouting(RoutingProtocol):
         p = self.p
         # Section 6.5: "MinimalLifetime = (current time + 2*NET_TRAVERSAL_TIME -
         # 2*HopCount*NODE_TRAVERSAL_TIME)"; the lifetime becomes max(ExistingLifetime,
-        # MinimalLifetime). (Clamped to one NODE_TRAVERSAL_TIME for absurd hop counts.)
-        minimal = now + max(
-            2 * p.net_traversal_time_ns - 2 * hc * p.node_traversal_time_ns, p.node_traversal_time_ns
-        )
+        # MinimalLifetime). (ns-2: REV_ROUTE_LIFE instead, ``reverse_route_life``.)
+        minimal = now + p.reverse_route_lifetime_ns(hc)
         e = self.table.lookup(orig, now)
         if e is None:
             return self.table.add(RouteEntry(orig, prev, hc, orig_seq, True, minimal))
+        if (
+            p.reverse_route_fresher_only
+            and e.usable
+            and e.valid_seq_no
+            and not (seq_gt(orig_seq, e.dest_seq_no) or (orig_seq == e.dest_seq_no and hc < e.hop_count))
+        ):
+            # Section 6.2: "The route is only updated if the new sequence number is either (i)
+            # higher ..., or (ii) the sequence numbers are equal, but the hop count ... is
+            # smaller"; the lifetime is still extended (ns-2 recvRequest: rt_expire = max(...)).
+            e.expires_ns = max(e.expires_ns, minimal)
+            return e
         # "the Originator Sequence Number from the RREQ is compared to the corresponding
         # destination sequence number in the route table entry and copied if greater than the
         # existing value there; the valid sequence number field is set to true; the next hop in
@@ -588,6 +701,8 @@ class AodvRouting(RoutingProtocol):
         e.valid_seq_no = True
         moved = e.next_hop != prev
         e.next_hop, e.hop_count = prev, hc
+        if orig in self.requests:
+            self.ns2_last_ttl.set(orig, hc)  # ns-2 recvRequest: rt_req_last_ttl = rq_hop_count
         if e.usable and not (moved and e.state is RouteState.GDWN):
             e.expires_ns = max(e.expires_ns, minimal)
         else:
@@ -691,6 +806,7 @@ class AodvRouting(RoutingProtocol):
                 e.next_hop, e.hop_count, e.dest_seq_no = prev, hc, m.dest_seq_no
                 e.valid_seq_no, e.expires_ns = True, expires
                 self.table.set_state(e, RouteState.VALID, now)
+            self.ns2_last_ttl.set(dest, hc)  # ns-2 recvReply: rt_req_last_ttl = rp_hop_count
             acts += self._route_found(dest, now, by_rrep=True)
         if orig == self.me:
             return acts
@@ -786,13 +902,26 @@ class AodvRouting(RoutingProtocol):
     def _link_break(self, nh: int, frame: Frame | None, now: int) -> list[Action]:
         """Section 6.11 case (i): "if it detects a link break for the next hop of an active route
         in its routing table while transmitting data"."""
-        self.neighbours.remove(nh)
+        p = self.p
+        if p.repair_only_failed_packet and frame is not None:
+            e = self._repairing_route_of(frame, now)
+            if e is not None:
+                # ns-2 rt_ll_failed -> local_rt_repair again: the packet joins the repair's buffer.
+                return self._after_break(frame, e.dst, set(), now)
         affected = self.table.via(nh, now)
         repair_dst, repair_src = self._repair_candidate(frame, affected, now)
+        # ns-2 rt_ll_failed's local-repair branch: "local_rt_repair(rt, p); return;" -- nothing
+        # else changes (``repair_only_failed_packet``).
+        repair_only = repair_dst is not None and p.repair_only_failed_packet
+        if not repair_only:
+            self.neighbours.remove(nh)
+        if p.link_break_prunes_precursors and not repair_only:
+            for entry in self.table:
+                entry.precursors.discard(nh)
         unreachable: list[tuple[int, int]] = []
         recipients: set[int] = set()
         for e in affected:
-            if e.dst == repair_dst:
+            if e.dst == repair_dst or repair_only:
                 continue
             self._invalidate(e, now)
             # "The RERR should contain those destinations that are part of the created list of
@@ -803,7 +932,7 @@ class AodvRouting(RoutingProtocol):
                 e.precursors.clear()
         self.ctx.counters.extra["aodv_link_breaks"] += 1
         acts: list[Action] = []
-        queued = self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
+        queued = [] if repair_only else self.ctx.ifq.remove_if(lambda f: f.next_hop == nh)
         frames = ([frame] if frame is not None else []) + queued
         if self.ctx.hooks.has_subscribers(LinkFailure):
             acts += self.ctx.hooks.emit(
@@ -824,6 +953,14 @@ class AodvRouting(RoutingProtocol):
         for dst in sorted(restart):
             acts += self._start_discovery(dst, now)
         return acts
+
+    def _repairing_route_of(self, frame: Frame, now: int) -> RouteEntry | None:
+        """The route in repair that a failed transit data ``frame`` was heading along, if any."""
+        if frame.control or frame.meta.get("prev_hop") is None or len(frame.packet) < 20:
+            return None
+        dst = ip_to_station(frame.packet[16:20])
+        e = self.table.lookup(dst, now) if dst is not None else None
+        return e if e is not None and e.state is RouteState.REPAIRING else None
 
     def _repair_candidate(
         self, frame: Frame | None, affected: list[RouteEntry], now: int
@@ -856,7 +993,12 @@ class AodvRouting(RoutingProtocol):
         prev = f.meta.get("prev_hop")
         if dst is not None and dst == repair_dst:
             return self._buffer(dst, packet, prev, True, now)
-        if dst is not None and prev is None and packet[12:16] == self.ctx.ip:
+        if (
+            dst is not None
+            and prev is None
+            and packet[12:16] == self.ctx.ip
+            and self.p.source_rebuffers_on_break
+        ):
             # Our own packet: keep it and rediscover (the route is invalid now).
             self.ctx.counters.extra["aodv_rebuffered"] += 1
             restart.add(dst)
@@ -865,23 +1007,60 @@ class AodvRouting(RoutingProtocol):
 
     def _start_local_repair(self, dst: int, src: int | None, now: int) -> list[Action]:
         e = self.table.lookup(dst, now)
-        if e is None or not e.usable or dst in self.requests:
+        if e is None or not e.usable:
             return []
         p = self.p
+        running = self.requests.get(dst)
         # Section 6.12: "the node increments the sequence number for the destination and then
         # broadcasts a RREQ for that destination. The TTL of the RREQ should initially be set to
         # the following value: max(MIN_REPAIR_TTL, 0.5 * #hops) + LOCAL_ADD_TTL, where #hops is
         # the number of hops to the sender (originator) of the currently undeliverable packet."
         # MIN_REPAIR_TTL "should be the last known hop count to the destination".
-        if e.valid_seq_no:
+        if e.valid_seq_no and p.local_repair_bumps_seq_no:
             e.dest_seq_no = seq_inc(e.dest_seq_no)
         self.table.set_state(e, RouteState.REPAIRING, now)
-        back = self.table.lookup(src, now) if src is not None else None
-        hops_back = back.hop_count if back is not None else 0
-        ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
         self.ctx.counters.extra["aodv_local_repairs"] += 1
-        d = self.requests.add(Discovery(dst, ttl, now, local_repair=True, old_hop_count=e.hop_count))
+        acts: list[Action] = []
+        if running is not None:
+            # A discovery for the destination is under way (Klemm's source rediscovering its GDWN
+            # route): it becomes the repair, and the route is in repair all the same (ns-2's
+            # local_rt_repair marks it RTF_IN_REPAIR whatever sendRequest does), so no packet
+            # takes the dead hop.
+            running.local_repair, running.old_hop_count = True, e.hop_count
+            d = running
+        else:
+            d = self.requests.add(Discovery(dst, 0, now, local_repair=True, old_hop_count=e.hop_count))
+            acts = self._first_repair_rreq(d, e, src, now)
+        if p.local_repair_failure == "rediscover":
+            # ns-2 aodv.cc AODV::local_rt_repair: "schedule(&lrtimer, p->copy(),
+            # rt->rt_req_timeout)", an absolute time used as a delay.
+            wait = self._rreq_wait_ns(d)
+            since_start = now - self.started_ns if p.local_repair_wait_from_start else 0
+            acts.append(SetTimer(RepairTimer(dst), now + since_start + wait))
+        return acts
+
+    def _first_repair_rreq(self, d: Discovery, e: RouteEntry, src: int | None, now: int) -> list[Action]:
+        p = self.p
+        if p.rreq_schedule == "ns2":
+            # ns-2 local_rt_repair -> sendRequest: the TTL from max(rt_req_last_ttl,
+            # rt_last_hop_count), NETWORK_DIAMETER for a route never brought down here.
+            ns2_next_ttl(p, d, self._ns2_last(d.dst))
+        else:
+            back = self.table.lookup(src, now) if src is not None else None
+            hops_back = back.hop_count if back is not None else 0
+            d.ttl = min(max(e.hop_count, hops_back // 2) + p.local_add_ttl, p.net_diameter)
         return self._send_rreq(d, now)
+
+    def _on_repair_timer(self, dst: int, now: int) -> list[Action]:
+        """ns-2 aodv.cc LocalRepairTimer::handle: "route is yet to be repaired ... bring down the
+        route" (rt_down) -- and nothing else: no RERR, the buffered packets stay and the
+        discovery goes on from this node (``local_repair_failure`` "rediscover")."""
+        e = self.table.lookup(dst, now)
+        if e is not None and e.state is RouteState.REPAIRING:
+            self.table.set_state(e, RouteState.INVALID, now)
+            e.expires_ns = now + self.p.delete_period_ns
+            self.ctx.counters.extra["aodv_local_repair_failed"] += 1
+        return []
 
     def _repair_failed(self, dst: int, now: int) -> list[Action]:
         e = self.table.lookup(dst, now)
@@ -913,6 +1092,8 @@ class AodvRouting(RoutingProtocol):
             e = self.table.usable(dst, now)
             if e is None or e.next_hop != prev:
                 continue
+            if self.p.rerr_seq_check and e.valid_seq_no and seq_gt(e.dest_seq_no, seq):
+                continue  # ns-2 recvError: only if rt_seqno <= the RERR's
             if m.no_delete:
                 # Section 6.12: "Upon receiving a RERR message with the 'N' flag set, a node MUST
                 # NOT delete the route to that destination. The only action taken should be the
@@ -923,6 +1104,13 @@ class AodvRouting(RoutingProtocol):
                     recipients |= e.precursors
                 continue
             self._invalidate(e, now, seq)
+            if self.p.rerr_flushes_ifq:
+                for f in self.ctx.ifq.remove_if(lambda f: f.next_hop == prev):
+                    acts += (
+                        [Drop(f.packet, "aodv_rerr_ifq_flush")]
+                        if f.control
+                        else self._drop(f.packet, "aodv_rerr_ifq_flush", now)
+                    )
             if e.precursors:
                 unreachable.append((dst, seq))
                 recipients |= e.precursors
@@ -998,7 +1186,7 @@ class AodvRouting(RoutingProtocol):
         frame = Frame(
             self._packet(wire.LIMITED_BROADCAST, ttl, msg), BROADCAST, control=True, meta={"aodv": kind}
         )
-        return Send(frame, self._jitter())
+        return Send(frame, self._jitter() if forwarded or self.p.jitter_originated else 0)
 
     def _jitter(self) -> int:
         j = self.p.max_broadcast_jitter_ns

@@ -15,6 +15,10 @@ NET_DIAMETER (k = 0 .. RREQ_RETRIES) waits 2**k * NET_TRAVERSAL_TIME.
 
 A local repair (section 6.12) is a single attempt that waits RING_TRAVERSAL_TIME of its TTL.
 
+``rreq_schedule = "ns2"`` is ns-2's AODV::sendRequest instead (``ns2_next_ttl``,
+``ns2_timeout_ns``): the ring ends when the last TTL is not below TTL_THRESHOLD, each RREQ waits
+2 * TTL * PerHopTime times the network-wide floods so far, at most MAX_RREQ_TIMEOUT.
+
 With ``adaptive_traversal_time`` NODE_TRAVERSAL_TIME in these waits is the measured per-hop
 discovery latency (``TraversalHistory``, ns-2's PerHopTime).
 """
@@ -41,6 +45,58 @@ class Discovery:
     """The next RREQ waits for the rate limiter (its timer fires when it may go)."""
     last_rreq_ns: int = 0
     """When the latest RREQ of this discovery went out (ns-2's rp_timestamp)."""
+    floods: int = 0
+    """``rreq_schedule`` "ns2": network-wide RREQs of this cycle (ns-2's rt_req_cnt)."""
+    next_rreq_ns: int = 0
+    """``rreq_schedule`` "ns2": no RREQ before this time (ns-2's rt_req_timeout)."""
+
+
+INFINITY2 = 0xFF
+"""ns-2 aodv_rtable.h: the hop count of an entry that never had one."""
+
+
+def ns2_next_ttl(p: AodvParams, d: Discovery, last_ttl: int | None) -> None:
+    """ns-2 aodv.cc AODV::sendRequest's TTL after ``last_ttl`` (None: nothing known, see
+    ``Ns2LastTtl.last``): TTL_START, last + TTL_INCREMENT while last < TTL_THRESHOLD, else
+    NETWORK_DIAMETER counted as a flood (rt_req_cnt += 1)."""
+    if last_ttl is None:
+        d.ttl = p.ttl_start
+        return
+    if last_ttl < p.ttl_threshold:
+        d.ttl = min(last_ttl + p.ttl_increment, p.net_diameter)
+    else:
+        d.ttl = p.net_diameter
+        d.floods += 1
+
+
+@dataclass(slots=True)
+class Ns2LastTtl:
+    """ns-2's ``rt_req_last_ttl`` per destination (kept across discoveries, as ns-2 never deletes
+    a route entry): the TTL of the last RREQ sent, or the hop count of the last RREQ or RREP that
+    brought a fresher route (aodv.cc recvReply, recvRequest)."""
+
+    _ttl: dict[int, int] = field(default_factory=dict)
+
+    def set(self, dst: int, ttl: int) -> None:
+        self._ttl[dst] = ttl
+
+    def last(self, p: AodvParams, dst: int, down_hop_count: int | None) -> int | None:
+        """The "last TTL" ns-2's AODV::sendRequest starts a discovery from. ns-2.26 to 2.35:
+        ``max(rt_req_last_ttl, rt_last_hop_count)`` with ``rt_last_hop_count`` INFINITY2 for a
+        route never brought down; ns-2.1b8a (``ring_search_unknown_hop_count``):
+        ``rt_req_last_ttl`` alone. None: none known (TTL_START)."""
+        last = self._ttl.get(dst, 0)
+        if not p.ring_search_unknown_hop_count:
+            last = max(last, INFINITY2 if down_hop_count is None else down_hop_count)
+        return last or None
+
+
+def ns2_timeout_ns(p: AodvParams, d: Discovery, node_traversal_ns: int | None = None) -> int:
+    """ns-2 aodv.cc AODV::sendRequest: ``rt_req_timeout = 2.0 * ttl * PerHopTime(rt)``, times
+    rt_req_cnt when it is > 0, at most MAX_RREQ_TIMEOUT."""
+    ntt = p.node_traversal_time_ns if node_traversal_ns is None else node_traversal_ns
+    wait = 2 * d.ttl * ntt * max(d.floods, 1)
+    return min(wait, p.max_rreq_timeout_ns)
 
 
 def first_ttl(p: AodvParams, last_hop_count: int | None) -> int:
@@ -84,7 +140,7 @@ class TraversalHistory:
 
 def next_attempt(p: AodvParams, d: Discovery) -> bool:
     """Advance ``d`` to its next RREQ after a timeout; False when the discovery has failed."""
-    if d.local_repair:
+    if d.local_repair and p.local_repair_failure == "rerr":
         return False
     if d.ttl >= p.net_diameter:
         if d.retries >= p.rreq_retries:

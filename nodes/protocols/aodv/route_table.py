@@ -39,7 +39,7 @@ TRANSITIONS: Mapping[RouteState, frozenset[RouteState]] = {
     RouteState.VALID: frozenset({RouteState.INVALID, RouteState.REPAIRING, RouteState.GDWN}),
     RouteState.INVALID: frozenset({RouteState.VALID}),
     RouteState.REPAIRING: frozenset({RouteState.VALID, RouteState.INVALID}),
-    RouteState.GDWN: frozenset({RouteState.VALID, RouteState.INVALID}),
+    RouteState.GDWN: frozenset({RouteState.VALID, RouteState.INVALID, RouteState.REPAIRING}),
 }
 
 FORWARDING_STATES: frozenset[RouteState] = frozenset({RouteState.VALID, RouteState.GDWN})
@@ -106,6 +106,9 @@ class RoutingTable:
         self.log = log or logging.getLogger(__name__)
         self._routes: dict[int, RouteEntry] = {}
         self.changes: list[tuple[int, RouteState | None, RouteState | None]] = []
+        self.down_hop_count: dict[int, int] = {}
+        """Per destination, the hop count of its route when it last became INVALID (kept after
+        the entry is deleted; ns-2's ``rt_last_hop_count``, set by rt_down)."""
 
     def __len__(self) -> int:
         return len(self._routes)
@@ -173,6 +176,8 @@ class RoutingTable:
         if new not in TRANSITIONS[old]:
             raise IllegalTransition(f"route {entry.dst}: {old.name} -> {new.name} is not allowed")
         entry.state = new
+        if new is RouteState.INVALID:
+            self.down_hop_count[entry.dst] = entry.hop_count
         self.changes.append((entry.dst, old, new))
         self.log.debug("route %d: %s -> %s", entry.dst, old.name, new.name)
 

@@ -6,7 +6,6 @@ import random
 from typing import Any
 
 from scapy.layers.inet import IP, UDP
-from scapy.packet import raw
 
 from nodes.core.addr import station_ip, station_ip_int
 from nodes.core.events import Action, Frame, FromAir, Send, SetTimer
@@ -22,14 +21,18 @@ def ip(s: int) -> int:
     return station_ip_int(s)
 
 
-def core(station: int = 1, n: int = 10, **params: Any) -> AodvRouting:
+def core(station: int = 1, n: int = 10, profile: str = "legacy", **params: Any) -> AodvRouting:
+    """A core of ``profile`` (the tests written before profiles test ``legacy``, the dataclass
+    defaults) with ``params`` on top."""
     params.setdefault("max_broadcast_jitter", 0.0)
     ctx = NodeContext(station=station, n_stations=n, rng=random.Random(station))
-    return create(ctx, {"name": "aodv", "params": params})
+    return create(ctx, {"name": "aodv", "profile": profile, "params": params})
 
 
 def data(src: int, dst: int, payload: bytes = b"x" * 10, ttl: int = 64) -> bytes:
-    return raw(IP(src=station_ip(src), dst=station_ip(dst), ttl=ttl) / UDP(sport=5000, dport=5001) / payload)
+    return bytes(
+        IP(src=station_ip(src), dst=station_ip(dst), ttl=ttl) / UDP(sport=5000, dport=5001) / payload
+    )
 
 
 def control(msg: Message, src: int, dst_ip: int = BCAST_IP, ttl: int = 1) -> bytes:

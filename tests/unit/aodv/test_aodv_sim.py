@@ -15,14 +15,14 @@ from nodes.protocols.aodv import AodvRouting, Rerr, Rrep, Rreq, create, decode
 
 def make(**params: Any) -> Any:
     def f(ctx: NodeContext) -> AodvRouting:
-        return create(ctx, {"name": "aodv", "params": params})
+        return create(ctx, {"name": "aodv", "profile": "legacy", "params": params})
 
     return f
 
 
 def aodv_trace(net: SimNetwork) -> list[tuple[int, int, int, int, object]]:
     """(t, src, dst, ip ttl, message) of every AODV frame on the air."""
-    out = []
+    out: list[tuple[int, int, int, int, object]] = []
     for t in net.trace:
         p = t.packet
         if p[9] == 17 and p[22:24] == b"\x02\x8e":
@@ -68,7 +68,12 @@ def test_station_moves_away_rerr_then_new_route_and_flow_continues() -> None:
     net = SimNetwork(7, make(), links)
     for i in range(60):  # 20 packets/s for 3 s
         net.inject(1, data(1, 5, i.to_bytes(2, "big")), at_ns=i * 50 * NS_PER_MS)
-    net.at(NS_PER_S, lambda: (net.link_down(2, 3), net.link_down(3, 4)))  # station 3 moves away
+
+    def station_3_moves_away() -> None:
+        net.link_down(2, 3)
+        net.link_down(3, 4)
+
+    net.at(NS_PER_S, station_3_moves_away)
     net.run_until(6 * NS_PER_S)
     got = {IP(p).load[:2] for _, p in net.nodes[5].delivered}
     assert len(got) >= 55  # a few may die with the link
