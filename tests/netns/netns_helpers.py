@@ -82,8 +82,12 @@ def check_against_medium(run_dir: Path, summary: dict[str, Any], protocol: str) 
         assert 0 <= m["offered"] - outcomes <= 1, where
         assert abs(c["mac"].get("tx_ok", 0) + c["mac"].get("tx_failed", 0) - outcomes) <= 1, where
         assert abs(c["mac"].get("tx_failed", 0) - m["failed"]) <= 1, where
-        # the medium's messages to the router: one per received frame, one per outcome
-        assert abs(io["medium_rx"] - (m["rx_delivered"] + m["rx_overheard"] + outcomes)) <= 1, where
+        # the medium's messages to the router: one per received frame, one per outcome. Frames
+        # from several neighbours may sit unread in the router's socket when it stops (ns-2 DSR
+        # keeps its request cycles going to the end: 2 and 3 unread at a 20-station run's stop,
+        # 2026-12-02); the router never reads more than the medium sent
+        lag = m["rx_delivered"] + m["rx_overheard"] + outcomes - io["medium_rx"]
+        assert -1 <= lag <= 4, where
         # only routing packets are broadcast: every RREQ sent or forwarded was one of them
         rreqs = c["routing_sent"].get("rreq", 0) + c["routing_forwarded"].get("rreq", 0)
         assert rreqs <= m["sent"] + 1 and m["sent"] <= c["routing_packets"], where
