@@ -27,14 +27,14 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import pandas as pd
 
-from experiments.rows import DATA_DIR, TRANSFER_TIME_LB, RowStore, RunRecord, axes_of, fmt_num
+from experiments.rows import DATA_DIR, RTO_PER_100MB, TRANSFER_TIME_LB, RowStore, RunRecord, axes_of, fmt_num
 from experiments.stats import Summary, summarize
 
 #: Per-run metrics, in CSV column order, with their meaning.
@@ -70,6 +70,10 @@ METRICS: Final[dict[str, str]] = {
     "backoff 0 (the estimator's RTO over its tcp_info samples, flows[].tcp.p50_rto_ms), ms: "
     "tells an estimator inflated by an agent's copies from earlier repair; empty before it was "
     "recorded",
+    "rto_policy_off_paper_pct": "of the kernel RTO expirations under ABRA or Fixed RTO (their "
+    "extension's counters at every station), the share whose next RTO the kernel could not set to "
+    "the paper's value (TCP_RTO_MAX_MS cannot go below 1 s: docs/fidelity.md 'ABRA backoff'), %; "
+    "empty without such an extension or expiration",
     "tcp_cc_faults": "episodes in which the sampled TCP state was out of range (ssthresh above "
     "0x7fffffff or cwnd above 2^20: a BPF congestion control fault the repair did "
     "not catch first; docs/tcpctl.md): a run with any is not counted",
@@ -82,6 +86,8 @@ METRICS: Final[dict[str, str]] = {
 DERIVED_METRICS: Final[dict[str, str]] = {
     TRANSFER_TIME_LB: "transfer_time_s, or the run's duration when the file never arrived (a lower "
     "bound: right-censored runs count as at least the limit), s",
+    RTO_PER_100MB: "tcp_timeouts_total per 100 Mb delivered (x 1e8 / (8 x bytes_received_total)): "
+    "Cohen & Levin's RTOs during a 100 Mb transfer",
 }
 """Metrics computed from a row's columns (``RunRecord.metric``), usable in claims and ``until``."""
 
@@ -179,6 +185,24 @@ def run_metrics(
     return metrics, per_flow
 
 
+RTO_POLICY_EXTENSIONS: Final = ("abra", "fixed_rto")
+"""The extensions whose counters give ``rto_policy_off_paper_pct`` (nodes/extensions/_rto.py)."""
+
+
+def rto_policy_metrics(router_counters: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``rto_policy_off_paper_pct`` from the routers' counters files (``sta<N>.counters.json``:
+    ``extensions.<abra|fixed_rto>.counters`` ``timeouts`` and ``mismatches``)."""
+    timeouts = mismatches = 0
+    for c in router_counters:
+        exts = c.get("extensions") if isinstance(c.get("extensions"), dict) else {}
+        assert isinstance(exts, dict)
+        for name in RTO_POLICY_EXTENSIONS:
+            counters = (exts.get(name) or {}).get("counters") or {}
+            timeouts += int(counters.get("timeouts", 0))
+            mismatches += int(counters.get("mismatches", 0))
+    return {"rto_policy_off_paper_pct": 100.0 * mismatches / timeouts if timeouts else math.nan}
+
+
 def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else math.nan
 
@@ -221,6 +245,10 @@ class Group:
 
     def by_seed(self, metric: str) -> dict[int, float]:
         return {r.seed: r.metric(metric) for r in self.runs}
+
+    def behaviour_by_seed(self) -> dict[int, str]:
+        """Each seed's run's behaviour key (``experiments.behaviour``)."""
+        return {r.seed: r.behaviour for r in self.runs}
 
 
 def group_runs(rows: Iterable[RunRecord]) -> list[Group]:

@@ -7,22 +7,16 @@ with its figures beside it (``docs/results/<experiment>-<figure>.png``), so dele
 and running this again gives the same report (issue 10, item 4).
 
 Each headline number of the paper (``experiments.papers``) is put beside ours with its 95 % interval
-and a verdict (issue 12): a relative claim is the paired change 100 x (mean(treatment) /
-mean(baseline) - 1) over the seeds both points ran, with Fieller's interval for a ratio of paired
-means (``experiments.stats.paired_change``), combined over the paper's points as it states them
-(the mean of the changes, with a delta-method interval over common seeds; or the extreme for "up
-to").
-**reproduced**: same direction as the paper and the interval excludes zero; **contradicted**:
-opposite direction and the interval excludes zero; **inconclusive**: the interval spans zero at
-the sweep's maximum of paired seeds; **no clear effect**: it spans zero and is already narrower
-than the sweep's stopping half-width (``until.half_width_pct``), so the sweep adds no seeds there
-before its maximum (for a claim over several points, each point's interval must be final too; the
-verdict says whether the paper's number lies outside our interval); **undecided**: it spans zero
-with fewer seeds and the sweep goes on; **pending**: fewer paired seeds than the sweep's minimum,
-no verdict yet whatever the interval. A paper's "no effect" (|paper| < 1 %) is also reproduced
-when our interval spans zero within +-5 %. Then: is our size within a factor of 2 of the paper's
-(for a reproduced claim and for an absolute value)? A hand-written section, ``docs/results/notes/
-<experiment>.md`` (the setup as run, deviations explained), is included when it exists.
+and a verdict (issues 12, 48): a relative claim is the paired change over the seeds both points ran,
+by the paper's own estimator where it defines one (``Claim.estimator``: Ghanem 2008's mean of
+per-scenario ratios), else the ratio of means 100 x (mean(treatment) / mean(baseline) - 1) with
+Fieller's interval (``experiments.stats``), combined over the paper's points as it states them (the
+mean, with a delta-method interval over common seeds; or the extreme for "up to"), with the ratio of
+means and the median beside it. The report's claims are one family: their p-values are
+Holm-adjusted and their intervals recomputed at Bonferroni's simultaneous level (``adjust``), and
+the verdict is one ``experiments.verdicts.Term`` from those (docs/experiments.md, "Verdicts").
+A hand-written section, ``docs/results/notes/<experiment>.md`` (the setup as run, deviations
+explained), is included when it exists.
 """
 
 from __future__ import annotations
@@ -36,23 +30,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.aggregate import Group, Rows, group_runs, load_rows, write_if_changed
+from experiments.behaviour import UNKNOWN_PREFIX
 from experiments.papers import NOT_REPRODUCED, PAPERS, Claim, Figure, Paper
-from experiments.plan import Plan
 from experiments.rows import DATA_DIR, DIRTY_SUFFIX, RunRecord
 from experiments.spec import Sweep, SweepError, expand, label, load_sweep
-from experiments.stats import NAN_CHANGE, Change, Verdict, decide, paired_change, summarize
+from experiments.stats import (
+    NAN_CHANGE,
+    Change,
+    contributions,
+    estimate,
+    median_change,
+    p_no_change,
+    p_value_equal,
+    paired_change,
+    seed_ratios,
+    summarize,
+    t_quantile,
+)
+from experiments.verdicts import (
+    ALPHA,
+    SIZE_FACTOR,
+    Term,
+    carried_note,
+    family_confidence,
+    holm,
+    judge_change,
+    judge_value,
+)
 
 #: Where reports and their figures go (kept in git).
 REPORTS_DIR = Path("docs/results")
-#: A paper's "no effect" is reproduced when our interval lies within +- this many percent.
-NO_EFFECT_BAND_PCT = 5.0
-#: Our size agrees with the paper's when their ratio is within this factor.
-SIZE_FACTOR = 2.0
+
+
+Aligned = tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+"""Per block, (treatment, baseline) values over the seeds every block has for both."""
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """Our value for a claim, with its interval; ``change.value`` is NaN without matching points."""
+    """Our value for a claim, with its interval; ``change.value`` is NaN without matching points.
+    ``change`` is by the claim's estimator at 95 %; ``adjusted`` is the same at the family's
+    simultaneous level (``adjust``); the verdict uses the adjusted p-value and interval."""
 
     claim: Claim
     change: Change
@@ -61,72 +79,68 @@ class Result:
     note: str = ""
     min_seeds: int = 0  # the sweep's paired seeds per block: at least (0: not known) ...
     max_seeds: int = 0  # ... and at most
-    stop_half_width_pct: float | None = None  # the sweep's ``until.half_width_pct``: it stops there
-    stop_metric: str = ""  # the metric the sweep's seeds follow (``until.metric``; "": not known)
-    blocks: tuple[Change, ...] = ()  # the claim's change in each block (point) behind it
-    stopped: bool = False  # the sweep adds no more seeds to any of the claim's points (Plan.stopped)
+    data: Aligned = ()  # a relative claim: the blocks behind the value, aligned by seed
+    values: tuple[float, ...] = ()  # an absolute claim: the runs' values
+    p_raw: float = math.nan  # the claim's test (``adjust``): no change, or ours = the paper's number
+    p_adj: float = math.nan  # the same after Holm's adjustment across the report's claims
+    adjusted: Change | None = None  # the interval at the family's simultaneous level
+    family: int = 0  # the claims in the family (0: not adjusted)
 
     @property
     def value(self) -> float:
         return self.change.value
 
     @property
-    def verdict(self) -> str:
-        c = self.change
-        if math.isnan(c.value):
-            return "-"
-        if self.claim.kind != "change_pct":
-            return "measured"
-        if self.min_seeds and c.n < self.min_seeds:  # no verdict before the sweep's minimum
-            return f"pending ({c.n} of {self.min_seeds} seeds)"
-        open_ = "inconclusive" if not self.max_seeds or c.n >= self.max_seeds else "undecided"
-        if math.isnan(c.low):
-            return open_
-        h, lo, hi = self.stop_half_width_pct, self.min_seeds, self.max_seeds
-        if open_ == "undecided" and self.stop_metric and self.stop_metric != self.claim.metric:
-            # the sweep adds seeds until *its* metric is decided, so this claim's interval is
-            # final only at the maximum, or once that metric is final at every one of its points
-            # (Yu 2004: timeouts per connection, where throughput is decided at 10 seeds)
-            if self.stopped:
-                open_ = (
-                    f"inconclusive (+-{c.half_width:.1f} points at {c.n} seeds; the sweep's seeds "
-                    f"follow {self.stop_metric}, final at every point of this claim)"
-                )
-            else:
-                open_ = f"undecided (the sweep's seeds follow {self.stop_metric})"
-        elif open_ == "undecided" and all(decide(b, h, lo, hi).final for b in self.blocks):
-            if decide(c, h, lo, hi) is Verdict.PRECISE:  # the sweep's stopping rule is met here
-                paper = self.claim.paper
-                where = "outside" if not c.low <= paper <= c.high else "inside"
-                open_ = (
-                    f"no clear effect (+-{c.half_width:.1f} <= +-{h:g} points at {c.n} seeds; "
-                    f"the paper's {paper:+g} % {where} our interval)"
-                )
-            elif len(self.blocks) > 1:
-                # a mean over points the sweep has stopped growing (each decided or at its
-                # maximum): its common seeds will not grow, so its interval is final as it is
-                # (Ghanem 2008, DSR ABRA over speeds: 2 m/s decided at 24 seeds, the mean there)
-                open_ = (
-                    f"inconclusive (+-{c.half_width:.1f} points at the {c.n} seeds common to "
-                    f"{len(self.blocks)} points whose seeds the sweep has stopped adding)"
-                )
-        if not c.excludes_zero():
-            if abs(self.claim.paper) < 1.0 and -NO_EFFECT_BAND_PCT <= c.low and c.high <= NO_EFFECT_BAND_PCT:
-                return f"reproduced (no effect: within +-{NO_EFFECT_BAND_PCT:g} %)"
-            return open_
-        if self.claim.paper == 0.0:  # the paper: no change at all; ours excludes zero
-            return "contradicted"
-        return "reproduced" if (c.value > 0) == (self.claim.paper > 0) else "contradicted"
+    def seeds(self) -> int:
+        """The paired seeds behind a relative claim (the estimator may use fewer: a mean of
+        ratios leaves out zero baselines), the runs behind an absolute one."""
+        return len(self.data[0][0]) if self.data else self.change.n
+
+    @property
+    def pending(self) -> bool:
+        """Fewer paired seeds than the sweep's minimum: no verdict yet whatever the interval."""
+        return bool(self.min_seeds) and self.seeds < self.min_seeds
+
+    @property
+    def verdict(self) -> Term:
+        """The claim's term (``experiments.verdicts``), from the adjusted p-value and interval
+        (unadjusted, with no p-value: the 95 % interval excluding zero is the test)."""
+        c, claim = self.change, self.claim
+        if claim.untestable:
+            return Term.NOT_TESTABLE
+        if math.isnan(c.value) or self.pending:
+            return Term.INCONCLUSIVE
+        interval = self.adjusted or c
+        if claim.kind == "value":
+            return judge_value(claim, interval)
+        p = self.p_raw if math.isnan(self.p_adj) else self.p_adj
+        significant = interval.excludes_zero() if math.isnan(p) else p < ALPHA
+        return judge_change(claim, significant, c.value, interval)
+
+    @property
+    def ratio_of_means(self) -> float:
+        """100 x (mean(t) / mean(b) - 1) over the blocks behind the value (NaN for a value)."""
+        return paired_change(self.data).value if self.data else math.nan
+
+    @property
+    def median(self) -> float:
+        """The median over seeds of the per-seed change (NaN for a value)."""
+        return median_change(self.data) if self.data else math.nan
+
+    @property
+    def carried(self) -> str:
+        """A note when a few seeds carry the claim's estimate (``verdicts.carried_note``)."""
+        return carried_note(contributions(self.data, self.claim.estimator).tolist()) if self.data else ""
 
     @property
     def within_factor(self) -> str:
         """Is our size within ``SIZE_FACTOR`` of the paper's? For an absolute value, and for a
-        relative claim whose direction we reproduced (its interval excludes zero)."""
-        if math.isnan(self.value) or self.claim.paper == 0.0:
+        relative claim whose direction we reproduced."""
+        if math.isnan(self.value) or self.claim.paper == 0.0 or self.claim.untestable:
             return "-"
-        if self.claim.kind == "change_pct" and not (
-            self.verdict == "reproduced" and self.change.excludes_zero()
-        ):
+        if self.claim.kind == "value" and self.claim.bound:  # "below 2 %": the verdict judges it
+            return "-"
+        if self.claim.kind == "change_pct" and self.verdict not in (Term.REPRODUCED, Term.SMALLER):
             return "-"
         ratio = self.value / self.claim.paper
         if self.claim.bound and ratio >= 1.0:  # "more than -33 %": ours goes beyond the bound
@@ -135,22 +149,73 @@ class Result:
         return f"{'yes' if ok else 'no'} ({ratio:.2g}x)"
 
 
+def adjust(results: Sequence[Result], alpha: float = ALPHA) -> list[Result]:
+    """``results`` with their tests adjusted across the family (the report's claims that have
+    one): a relative claim's p-value of no change, an absolute claim's of ours = the paper's
+    number, Holm-adjusted (``verdicts.holm``); and each interval recomputed at Bonferroni's
+    simultaneous level 1 - alpha / k, which the sizes and bounds are read from."""
+    raw = [_p_raw(r) for r in results]
+    k = sum(not math.isnan(p) for p in raw)
+    adj = holm(raw)
+    conf = family_confidence(k, alpha)
+    return [
+        dataclasses.replace(r, p_raw=p, p_adj=q, adjusted=_interval_at(r, conf), family=k)
+        for r, p, q in zip(results, raw, adj, strict=True)
+    ]
+
+
+def _p_raw(r: Result) -> float:
+    if r.claim.untestable or r.pending:
+        return math.nan
+    if r.claim.kind == "value":
+        return p_value_equal(r.values, r.claim.paper)
+    return p_no_change(r.data, r.claim.estimator)
+
+
+def _interval_at(r: Result, confidence: float) -> Change | None:
+    if r.claim.kind == "value":
+        st = summarize(r.values)
+        if st.n < 2:
+            return None
+        half = t_quantile(0.5 + confidence / 2.0, st.n - 1) * st.std / math.sqrt(st.n)
+        return Change(st.n, st.mean, st.mean - half, st.mean + half, confidence, "student-t")
+    return estimate(r.data, r.claim.estimator, confidence) if r.data else None
+
+
 def _matches(params: Mapping[str, str], where: Mapping[str, object]) -> bool:
     return all(k in params and params[k] == label(v) for k, v in where.items())
 
 
-def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> list[tuple[list[float], list[float]]]:
-    """Per block, (treatment, baseline) values over the seeds every block has for both."""
+def _same_code_seeds(t: Group, b: Group, metric: str) -> set[int]:
+    """The seeds both points ran whose two runs have the same behaviour key (issue 48, item 5: a
+    pair's arms come from the same code and scenario files; an empty or unknown key pairs with
+    nothing)."""
+    tk, bk = t.behaviour_by_seed(), b.behaviour_by_seed()
+    both = set(t.by_seed(metric)) & set(b.by_seed(metric))
+    return {s for s in both if tk[s] and tk[s] == bk[s] and not tk[s].startswith(UNKNOWN_PREFIX)}
+
+
+def _mixed_pairs(blocks: Sequence[tuple[Group, Group]], metric: str) -> int:
+    """Seed pairs left out because their two runs ran different code or scenario files."""
+    return sum(
+        len((set(t.by_seed(metric)) & set(b.by_seed(metric))) - _same_code_seeds(t, b, metric))
+        for t, b in blocks
+    )
+
+
+def _aligned(blocks: Sequence[tuple[Group, Group]], metric: str) -> Aligned:
+    """Per block, (treatment, baseline) values over the seeds every block has for both, from runs
+    of the same behaviour key (``_same_code_seeds``)."""
     common: set[int] | None = None
     for t, b in blocks:
-        seeds = set(t.by_seed(metric)) & set(b.by_seed(metric))
+        seeds = _same_code_seeds(t, b, metric)
         common = seeds if common is None else common & seeds
     order = sorted(common or ())
     out = []
     for t, b in blocks:
         tv, bv = t.by_seed(metric), b.by_seed(metric)
-        out.append(([tv[s] for s in order], [bv[s] for s in order]))
-    return out
+        out.append((tuple(tv[s] for s in order), tuple(bv[s] for s in order)))
+    return tuple(out)
 
 
 def _pair(
@@ -221,17 +286,32 @@ def _evaluate(
         st = summarize(vals)
         ch = Change(st.n, st.mean, st.mean - st.ci95, st.mean + st.ci95, 0.95, "student-t")
         unrecorded = "" if st.n else f"{claim.metric} not recorded by the {len(vals)} run(s) of these points"
-        return Result(claim, ch, len(treated), st.n, unrecorded)
+        kept = tuple(v for v in vals if not math.isnan(v))
+        return Result(claim, ch, len(treated), st.n, unrecorded, values=kept)
     blocks = _pair(treated, groups, claim.baseline)
     if not blocks:
         return Result(claim, NAN_CHANGE, 0, 0, "no baseline points")
-    each = tuple(paired_change(_aligned([blk], claim.metric)) for blk in blocks)
+    res = _evaluate_pairs(claim, blocks, min_seeds)
+    mixed = _mixed_pairs(blocks, claim.metric)
+    if not mixed:
+        return res
+    extra = f"{mixed} seed pair{'s' if mixed > 1 else ''} left out: the two runs ran different code or scenario files"
+    return dataclasses.replace(res, note=f"{res.note}; {extra}" if res.note else extra)
+
+
+def _evaluate_pairs(claim: Claim, blocks: list[tuple[Group, Group]], min_seeds: int) -> Result:
     if claim.combine == "mean":
-        change = paired_change(_aligned(blocks, claim.metric))
+        data = _aligned(blocks, claim.metric)
+        change = estimate(data, claim.estimator)
         runs = 2 * change.n * len(blocks)
         note = f"mean of {len(blocks)} points" if len(blocks) > 1 else ""
-        return Result(claim, change, len(blocks), runs, note, blocks=each)
-    per_block = [(c, blk) for c, blk in zip(each, blocks, strict=True) if not math.isnan(c.value)]
+        return Result(claim, change, len(blocks), runs, _zero_note(claim, data, note), data=data)
+    each = [_aligned([blk], claim.metric) for blk in blocks]
+    per_block = [
+        (c, blk, d)
+        for blk, d in zip(blocks, each, strict=True)
+        if not math.isnan((c := estimate(d, claim.estimator)).value)
+    ]
     if not per_block:
         return Result(claim, NAN_CHANGE, len(blocks), 0, "no paired seeds")
     # a block short of the sweep's minimum has no verdict yet: its point estimate from a seed or
@@ -240,7 +320,7 @@ def _evaluate(
     ready = [cb for cb in per_block if cb[0].n >= min_seeds]
     eligible = ready or per_block
     pick = max if claim.combine == "max" else min
-    change, (g, _) = pick(eligible, key=lambda cb: cb[0].value)
+    change, (g, _), data = pick(eligible, key=lambda cb: cb[0].value)
     where = ", ".join(f"{k}={v}" for k, v in g.params.items() if k not in claim.where)
     # a claim whose "where" fixes every axis has one block: there is no extreme to name
     note = f"{claim.combine} at {where}" if where else ""
@@ -249,8 +329,18 @@ def _evaluate(
         note += (
             f" ({short} of {len(per_block)} points below {min_seeds} seeds, left out until they have them)"
         )
-    kept = tuple(c for c, _ in eligible)
-    return Result(claim, change, len(blocks), 2 * change.n, note, blocks=kept)
+    return Result(claim, change, len(blocks), 2 * change.n, _zero_note(claim, data, note), data=data)
+
+
+def _zero_note(claim: Claim, data: Aligned, note: str) -> str:
+    """``note``, plus how many seeds the mean of ratios leaves out for a zero baseline."""
+    if claim.estimator != "mean_of_ratios":
+        return note
+    _, dropped = seed_ratios(data)
+    if not dropped:
+        return note
+    extra = f"{dropped} seed{'s' if dropped > 1 else ''} with a zero baseline left out of the mean of ratios"
+    return f"{note}; {extra}" if note else extra
 
 
 def _fmt(x: float, unit: str, signed: bool = True) -> str:
@@ -270,6 +360,67 @@ def _interval(c: Change, unit: str, signed: bool = True) -> str:
     if unit == "%":
         return f"[{c.low:+.1f}, {c.high:+.1f}]" if signed else f"[{c.low:.1f}, {c.high:.1f}]"
     return f"[{c.low:.3g}, {c.high:.3g}]"
+
+
+def _p(p: float) -> str:
+    if math.isnan(p):
+        return "-"
+    return "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _note(r: Result) -> str:
+    """The note column: not testable and why, pending, how the value was formed, the tail."""
+    parts = [f"not testable here: {r.claim.untestable}" if r.claim.untestable else ""]
+    if r.pending and not r.claim.untestable:
+        parts.append(f"pending: {r.seeds} of the sweep's minimum {r.min_seeds} seeds")
+    parts += [r.note, r.carried, _excludes_paper(r)]
+    return "; ".join(p for p in parts if p)
+
+
+def _excludes_paper(r: Result) -> str:
+    """For an inconclusive relative claim: whether the adjusted interval excludes the paper's
+    number (the paper's size is not there, though neither direction nor "no effect" is shown)."""
+    a, c = r.adjusted, r.claim
+    if c.kind != "change_pct" or r.verdict is not Term.INCONCLUSIVE or a is None or c.bound:
+        return ""
+    if math.isnan(a.low) or math.isnan(a.high) or a.low <= c.paper <= a.high:
+        return ""
+    return f"the adjusted interval excludes the paper's {c.paper:+g} %"
+
+
+def _family_text(results: Sequence[Result]) -> str:
+    k = max((r.family for r in results), default=0)
+    if not k:
+        return "no claim has a test yet."
+    return (
+        f"the {k} claims with a test are one family; their p-values (a change: of no change; an "
+        f"absolute number: of ours equal to the paper's) are Holm-adjusted, and the adjusted "
+        f"intervals are Bonferroni's simultaneous {100 * family_confidence(k):.4g} % ones."
+    )
+
+
+def _claim_notes(results: Sequence[Result]) -> list[str]:
+    """Below the table: each claim's "no effect" margin with the paper's argument, and where the
+    rows' metric stands in for the paper's; each distinct text once, with the claims it covers."""
+    out: list[str] = []
+    for title, key in (
+        (
+            'Margins of "no effect" (points of the change)',
+            lambda r: (
+                f"+-{r.claim.margin_pct:g}: {r.claim.margin_why}"
+                if r.claim.margin_why and r.claim.kind != "value"
+                else ""
+            ),
+        ),
+        ("The paper's metric and ours", lambda r: r.claim.metric_note),
+    ):
+        texts: dict[str, list[str]] = {}
+        for r in results:
+            if text := key(r):
+                texts.setdefault(text, []).append(r.claim.key)
+        if texts:
+            out += ["", f"{title}:", ""] + [f"- {', '.join(keys)}: {t}" for t, keys in texts.items()]
+    return out
 
 
 def comparison_markdown(
@@ -311,22 +462,29 @@ def comparison_markdown(
         f"Revisions: {', '.join(revisions) or 'n/a'}.{dirty_txt} Hosts: {', '.join(hosts) or 'n/a'}. "
         f"Run time paid: {wall_h:.1f} h of wall clock over all runs (before parallelism).",
         "",
-        "Relative numbers are paired changes 100 x (mean(ours) / mean(baseline) - 1) over the seeds "
-        "both points ran, with 95 % intervals (Fieller for one point, delta method for a mean over "
-        "points); verdicts as in "
-        "docs/experiments.md.",
+        "Relative numbers are paired changes over the seeds both points ran, by the paper's own "
+        "estimator where it defines one (else the ratio of means, 100 x (mean(ours) / "
+        "mean(baseline) - 1)), with the ratio of means and the median of the per-seed changes "
+        "beside it; 95 % intervals (Fieller for a ratio of means at one point, the delta method "
+        "for a mean over points, Student-t for a mean of ratios). Multiplicity: "
+        f"{_family_text(results)} Verdicts in the one vocabulary of docs/experiments.md "
+        '("Verdicts").',
         "",
-        "| claim | paper | ours | 95 % interval | seeds | points | verdict | size within 2x | note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| claim | paper | ours | 95 % interval | adjusted interval | p raw / Holm | ratio of means "
+        "| median | seeds | points | verdict | size within 2x | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         c = r.claim
         signed = c.kind == "change_pct"
+        adjusted = "-" if r.adjusted is None else _interval(r.adjusted, c.unit, signed)
         lines.append(
             f"| {c.text} | {_fmt(c.paper, c.unit, signed)} | {_fmt(r.value, c.unit, signed)} | "
-            f"{_interval(r.change, c.unit, signed)} | {r.change.n} | {r.pairs} | {r.verdict} | "
-            f"{r.within_factor} | {r.note} |"
+            f"{_interval(r.change, c.unit, signed)} | {adjusted} | {_p(r.p_raw)} / {_p(r.p_adj)} | "
+            f"{_fmt(r.ratio_of_means, c.unit)} | {_fmt(r.median, c.unit)} | {r.change.n} | "
+            f"{r.pairs} | {r.verdict} | {r.within_factor} | {_note(r)} |"
         )
+    lines += _claim_notes(results)
     own = paper.sweep_file(sweep.part).stem
     others = [paper.sweep_file(p).stem for p in paper.parts if p != sweep.part]
     if own != exp:
@@ -463,12 +621,12 @@ def figure_change(fig: Figure, groups: Sequence[Group], at: Mapping[str, str]) -
     """The paired change of ``fig.metric`` at one point of a change figure (``at``: its x, series
     and panel labels): every group there that is not the baseline against its baseline group (the
     same parameters with ``fig.baseline``'s values), over the seeds all of them ran, pooled as a
-    claim's mean over points; None where nothing is paired."""
+    claim's mean over points, by the figure's estimator; None where nothing is paired."""
     treated = [g for g in groups if _matches(g.params, at) and not _matches(g.params, fig.baseline)]
     blocks = _pair(treated, groups, fig.baseline)
     if not blocks:
         return None
-    change = paired_change(_aligned(blocks, fig.metric))
+    change = estimate(_aligned(blocks, fig.metric), fig.estimator)
     return None if math.isnan(change.value) else change
 
 
@@ -685,24 +843,13 @@ def compare(
     defined = [{k: label(v) for k, v in p.params.items()} for p in points]
     seq = sweep.sequential
     lo, hi = (seq.min, seq.max) if seq else (len(sweep.seed_list()),) * 2
-    plan = Plan(sweep, points, rows.counted) if seq else None
-
-    def stopped(claim: Claim) -> bool:
-        """Every point of the claim is in a block the sweep adds no more seeds to."""
-        ids = [p.point_id for p, d in zip(points, defined, strict=True) if _matches(d, claim.where)]
-        return plan is not None and bool(ids) and all(plan.stopped(i) for i in ids)
-
-    results = [
-        dataclasses.replace(
-            evaluate(c, groups, defined, lo),
-            max_seeds=hi,
-            stop_half_width_pct=seq.until.half_width_pct if seq else None,
-            stop_metric=seq.until.metric if seq else "",
-            stopped=stopped(c),
-        )
-        for c in paper.claims
-        if c.part == sweep.part
-    ]
+    results = adjust(
+        [
+            dataclasses.replace(evaluate(c, groups, defined, lo), max_seeds=hi)
+            for c in paper.claims
+            if c.part == sweep.part
+        ]
+    )
     out_dir = Path(reports_dir)
     notes_file = out_dir / "notes" / f"{exp}.md"
     notes = notes_file.read_text(encoding="utf-8") if notes_file.exists() else ""

@@ -54,6 +54,11 @@ LEGACY_PROFILE: Final = "legacy"
 #: empty for static routing. A file from before routing profiles gets them with
 #: ``LEGACY_PROFILE`` and no digest (its DSR and AODV rows ran the legacy behaviour).
 ROUTING_COLS: Final = ("routing_profile", "routing_digest")
+#: The run's behaviour key (experiments/behaviour.py: the code every run executes, the protocols and
+#: extensions its sweep names, its scenario files), after ``ROUTING_COLS``: a sweep pools only
+#: the rows of the current key. A file from before keys gets the column empty, filled from each
+#: row's revision by ``python -m experiments.behaviour relabel``.
+BEHAVIOUR_COLS: Final = ("behaviour",)
 #: Validity signals kept with every row (``summary.json`` ``validity``), so that the cost and the
 #: real-time margin of a sweep can be studied from git alone.
 SIGNAL_COLS: Final = (
@@ -68,7 +73,9 @@ TAIL_COLS: Final = ("flows", "duration_s", "wall_s", "run_id", "revision", "host
 #: How the ``revision`` column marks a run made from a working tree with uncommitted changes to
 #: tracked files (outside the rows folder): ``<12-hex revision>-dirty``.
 DIRTY_SUFFIX: Final = "-dirty"
-ROW_COLUMNS: Final = frozenset((*BASE_COLS, *RUN_COLS, *TCP_COLS, *ROUTING_COLS, *SIGNAL_COLS, *TAIL_COLS))
+ROW_COLUMNS: Final = frozenset(
+    (*BASE_COLS, *RUN_COLS, *TCP_COLS, *ROUTING_COLS, *BEHAVIOUR_COLS, *SIGNAL_COLS, *TAIL_COLS)
+)
 """The columns every rows file has: no sweep axis may take one of these names (the axis' column
 would shadow it, e.g. an axis ``flows`` and the per-flow column ``flows``)."""
 
@@ -82,6 +89,13 @@ TRANSFER_TIME_LB: Final = "transfer_time_lb_s"
 arrived (``flows_failed`` > 0, no transfer time) the run's duration, the limit that ended it. A
 right-censored run then counts as at least its limit instead of leaving means and paired
 comparisons, where dropping it would favour the variant that failed to finish."""
+
+
+RTO_PER_100MB: Final = "rto_per_100mb"
+"""A metric derived from the row, not a column: TCP timeouts per 100 Mb (1e8 bits) delivered,
+``tcp_timeouts_total`` x 1e8 / (8 x ``bytes_received_total``): Cohen & Levin's "number of RTOs
+during 100Mb transmission" (Fig. 6(a)) from our shorter transfers (Cohen: 2 MB, 16 Mb); NaN for
+a run that delivered nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +132,16 @@ class RunRecord:
     tcp_digest: str = ""
     routing_profile: str = ""
     routing_digest: str = ""
+    behaviour: str = ""
 
     def metric(self, name: str) -> float:
         if name == TRANSFER_TIME_LB and name not in self.metrics:
             return self._transfer_time_lb()
+        if name == RTO_PER_100MB and name not in self.metrics:
+            delivered = self.metrics.get("bytes_received_total", math.nan)
+            if not delivered > 0:
+                return math.nan
+            return self.metrics.get("tcp_timeouts_total", math.nan) * 1e8 / (8.0 * delivered)
         return self.metrics.get(name, math.nan)
 
     def censored(self, name: str) -> bool:
@@ -205,7 +225,17 @@ def check_reason(reason: str, where: str) -> None:
 
 
 def header(axes: Sequence[str], metrics: Sequence[str]) -> list[str]:
-    cols = [*BASE_COLS, *axes, *RUN_COLS, *TCP_COLS, *ROUTING_COLS, *metrics, *SIGNAL_COLS, *TAIL_COLS]
+    cols = [
+        *BASE_COLS,
+        *axes,
+        *RUN_COLS,
+        *TCP_COLS,
+        *ROUTING_COLS,
+        *BEHAVIOUR_COLS,
+        *metrics,
+        *SIGNAL_COLS,
+        *TAIL_COLS,
+    ]
     twice = sorted({c for c in cols if cols.count(c) > 1})
     if twice:
         raise RowsError(f"column {twice[0]!r} twice in a rows header (an axis named like a column)")
@@ -229,6 +259,7 @@ def encode(record: RunRecord, columns: Sequence[str]) -> str:
         "tcp_digest": record.tcp_digest,
         "routing_profile": record.routing_profile,
         "routing_digest": record.routing_digest,
+        "behaviour": record.behaviour,
         "flows": flows,
         "duration_s": fmt_num(record.duration_s),
         "wall_s": fmt_num(record.wall_s),
@@ -273,6 +304,7 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
         | set(RUN_COLS)
         | set(TCP_COLS)
         | set(ROUTING_COLS)
+        | set(BEHAVIOUR_COLS)
         | set(SIGNAL_COLS)
         | set(TAIL_COLS)
         | set(axes)
@@ -304,6 +336,7 @@ def decode(values: Sequence[str], columns: Sequence[str], axes: Sequence[str]) -
         tcp_digest=row.get("tcp_digest", ""),
         routing_profile=row.get("routing_profile", LEGACY_PROFILE),
         routing_digest=row.get("routing_digest", ""),
+        behaviour=row.get("behaviour", ""),
     )
 
 
@@ -323,11 +356,14 @@ class Loaded:
     records: list[RunRecord] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    def counted(self) -> list[RunRecord]:
-        """The first valid record of each point id, in file order (the ones aggregation uses)."""
+    def counted(self, behaviour: str | None = None) -> list[RunRecord]:
+        """The first valid record of each point id, in file order (the ones aggregation uses);
+        with ``behaviour``, of the records with that behaviour key only (a sweep pools nothing else)."""
         seen: set[str] = set()
         out: list[RunRecord] = []
         for r in self.records:
+            if behaviour is not None and r.behaviour != behaviour:
+                continue
             if r.valid and r.point_id not in seen:
                 seen.add(r.point_id)
                 out.append(r)
@@ -374,6 +410,8 @@ class RowStore:
                 cols = self._add_tcp_cols(cols)
             if cols is not None and not set(ROUTING_COLS) <= set(cols):
                 cols = self._add_routing_cols(cols)
+            if cols is not None and not set(BEHAVIOUR_COLS) <= set(cols):
+                cols = self._add_behaviour_cols(cols)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if cols is None:
@@ -483,6 +521,37 @@ class RowStore:
         return self._insert_columns(
             cols, cols.index(TCP_COLS[-1]) + 1, list(ROUTING_COLS), [LEGACY_PROFILE, ""]
         )
+
+    def _add_behaviour_cols(self, cols: list[str]) -> list[str]:
+        """Give a file from before behaviour keys the ``BEHAVIOUR_COLS`` (after ``ROUTING_COLS``),
+        empty (``fill_behaviour`` labels them). The caller holds the lock; returns the new header."""
+        return self._insert_columns(cols, cols.index(ROUTING_COLS[-1]) + 1, list(BEHAVIOUR_COLS), [""])
+
+    def fill_behaviour(self, label: Callable[[str, str], str], overwrite: bool = False) -> int:
+        """Set every empty ``behaviour`` cell (every cell with ``overwrite``) to
+        ``label(revision, run_id)``, adding the column to a file from before keys first; returns
+        the number of rows labelled."""
+        with self._locked():
+            cols = self.columns()
+            if cols is None:
+                return 0
+            if not set(TCP_COLS) <= set(cols):
+                cols = self._add_tcp_cols(cols)
+            if not set(ROUTING_COLS) <= set(cols):
+                cols = self._add_routing_cols(cols)
+            if not set(BEHAVIOUR_COLS) <= set(cols):
+                self._add_behaviour_cols(cols)
+
+        def fill_row(cols: list[str], vals: list[str]) -> int:
+            at = cols.index("behaviour")
+            if vals[at] and not overwrite:
+                return 0
+            new = label(vals[cols.index("revision")], vals[cols.index("run_id")])
+            changed = int(new != vals[at])
+            vals[at] = new
+            return changed
+
+        return self._edit(fill_row)
 
     def _insert_columns(self, cols: list[str], at: int, new: list[str], fill: list[str]) -> list[str]:
         """Rewrite the file with ``new`` columns at ``at``, ``fill`` in its well-formed rows (their

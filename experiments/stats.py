@@ -145,15 +145,9 @@ def paired_change(blocks: Sequence[tuple[ArrayLike, ArrayLike]], confidence: flo
     """
     if not blocks:
         return NAN_CHANGE
-    arrays = [np.asarray(x, dtype=float) for blk in blocks for x in blk]
-    lengths = {a.size for a in arrays}
-    if len(lengths) != 1:
-        raise ValueError(f"paired_change: blocks of different lengths {sorted(lengths)}")
-    keep = ~np.any(np.isnan(np.vstack(arrays)), axis=0)
-    arrays = [a[keep] for a in arrays]
-    n = int(arrays[0].size)
+    ts, bs = _aligned_arrays(blocks)
+    n = int(ts[0].size)
     k = len(blocks)
-    ts, bs = arrays[0::2], arrays[1::2]
     if n == 0 or any(b.mean() == 0 for b in bs):
         return Change(n, math.nan, math.nan, math.nan, confidence, "none")
     ratios = [float(t.mean() / b.mean()) for t, b in zip(ts, bs, strict=True)]
@@ -162,6 +156,16 @@ def paired_change(blocks: Sequence[tuple[ArrayLike, ArrayLike]], confidence: flo
         return fieller(ts[0], bs[0], confidence)
     if n < 2:
         return Change(n, value, math.nan, math.nan, confidence, "delta")
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * _delta_se(ts, bs, ratios)
+    lo = value - half
+    if all(x.min() >= 0 for x in (*ts, *bs)):  # a mean of changes of non-negative values: >= -100 %
+        lo = max(lo, -100.0)
+    return Change(n, value, lo, value + half, confidence, "delta")
+
+
+def _delta_se(ts: Sequence[np.ndarray], bs: Sequence[np.ndarray], ratios: Sequence[float]) -> float:
+    """The delta-method standard error of the mean over blocks of 100 x (mean(t) / mean(b) - 1)."""
+    k, n = len(ts), int(ts[0].size)
     per_block = [(t - r * b) / b.mean() * (100.0 / k) for t, b, r in zip(ts, bs, ratios, strict=True)]
     var = float(np.var(sum(per_block), ddof=1))
     # A negative covariance between blocks is not credited: the variance is at least that of
@@ -170,11 +174,124 @@ def paired_change(blocks: Sequence[tuple[ArrayLike, ArrayLike]], confidence: flo
     # -60 % and -4 % whose seed influences (-48, 0, 0, +48 and +51, 0, +2, -53) cancelled gave
     # -32 % +- 2.9 points, a "reproduced" from two undecided points (2026-11-26).
     var = max(var, sum(float(np.var(x, ddof=1)) for x in per_block))
-    half = t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
-    lo = value - half
-    if all(x.min() >= 0 for x in arrays):  # a mean of changes of non-negative values: >= -100 %
-        lo = max(lo, -100.0)
-    return Change(n, value, lo, value + half, confidence, "delta")
+    return math.sqrt(var / n)
+
+
+# ------------------------------------------------------------------------------------------------
+# The paper's estimator beside the ratio of means (issue 48, item 3)
+
+#: How a relative claim combines its seeds: ``ratio_of_means`` = 100 x (mean(t) / mean(b) - 1)
+#: (``paired_change``); ``mean_of_ratios`` = the mean over seeds of 100 x (t_s / b_s - 1), Ghanem
+#: 2008's "done for each movement scenario; then we take the average" (``mean_of_ratios``).
+ESTIMATORS: Final = ("ratio_of_means", "mean_of_ratios")
+
+
+def _aligned_arrays(
+    blocks: Sequence[tuple[ArrayLike, ArrayLike]],
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The blocks' (treatment, baseline) arrays without the seeds that have a NaN in any block."""
+    arrays = [np.asarray(x, dtype=float) for blk in blocks for x in blk]
+    if len({a.size for a in arrays}) != 1:
+        raise ValueError(f"paired_change: blocks of different lengths {sorted({a.size for a in arrays})}")
+    keep = ~np.any(np.isnan(np.vstack(arrays)), axis=0)
+    arrays = [a[keep] for a in arrays]
+    return arrays[0::2], arrays[1::2]
+
+
+def seed_ratios(blocks: Sequence[tuple[ArrayLike, ArrayLike]]) -> tuple[np.ndarray, int]:
+    """Per seed, the mean over blocks of t_s / b_s; and how many seeds were left out because a
+    baseline is zero there (its ratio has no value: a baseline that delivered nothing)."""
+    if not blocks:
+        return np.zeros(0), 0
+    ts, bs = _aligned_arrays(blocks)
+    if ts[0].size == 0:
+        return np.zeros(0), 0
+    ok = np.all(np.vstack(bs) != 0.0, axis=0)
+    ratios = np.mean(np.vstack([t[ok] / b[ok] for t, b in zip(ts, bs, strict=True)]), axis=0)
+    return ratios, int((~ok).sum())
+
+
+def mean_of_ratios(blocks: Sequence[tuple[ArrayLike, ArrayLike]], confidence: float = 0.95) -> Change:
+    """The mean over seeds of 100 x (t_s / b_s - 1) (over blocks: of the blocks' mean ratio per
+    seed), with its Student-t interval over seeds; seeds with a zero baseline are left out."""
+    ratios, _ = seed_ratios(blocks)
+    st = summarize((100.0 * (ratios - 1.0)).tolist())
+    if st.n < 2:
+        return Change(st.n, st.mean, math.nan, math.nan, confidence, "mean-of-ratios")
+    half = t_quantile(0.5 + confidence / 2.0, st.n - 1) * st.std / math.sqrt(st.n)
+    return Change(st.n, st.mean, st.mean - half, st.mean + half, confidence, "mean-of-ratios")
+
+
+def estimate(
+    blocks: Sequence[tuple[ArrayLike, ArrayLike]], estimator: str, confidence: float = 0.95
+) -> Change:
+    """A relative change by ``estimator`` (``ESTIMATORS``) at ``confidence``."""
+    if estimator == "mean_of_ratios":
+        return mean_of_ratios(blocks, confidence)
+    if estimator == "ratio_of_means":
+        return paired_change(blocks, confidence)
+    raise ValueError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATORS)}")
+
+
+def median_change(blocks: Sequence[tuple[ArrayLike, ArrayLike]]) -> float:
+    """The median over seeds of 100 x (t_s / b_s - 1) (zero baselines left out); NaN without seeds."""
+    ratios, _ = seed_ratios(blocks)
+    return float(np.median(100.0 * (ratios - 1.0))) if ratios.size else math.nan
+
+
+def contributions(blocks: Sequence[tuple[ArrayLike, ArrayLike]], estimator: str) -> np.ndarray:
+    """The per-seed terms whose mean is the estimate, in percent points: 100 x (t_s / b_s - 1)
+    for the mean of ratios; 100 / k x sum_i (t_is - b_is) / mean(b_i) for the ratio of means."""
+    if estimator == "mean_of_ratios":
+        ratios, _ = seed_ratios(blocks)
+        return 100.0 * (ratios - 1.0)
+    if not blocks:
+        return np.zeros(0)
+    ts, bs = _aligned_arrays(blocks)
+    if ts[0].size == 0 or any(b.mean() == 0 for b in bs):
+        return np.zeros(0)
+    k = len(ts)
+    return np.asarray(sum((t - b) / b.mean() * (100.0 / k) for t, b in zip(ts, bs, strict=True)), dtype=float)
+
+
+def p_no_change(blocks: Sequence[tuple[ArrayLike, ArrayLike]], estimator: str) -> float:
+    """The two-sided p-value of "no change" for ``estimator``: the ratio of means of one block by
+    the paired t-test of t - b (the test Fieller's interval inverts at ratio 1); of several, by
+    the delta method's t; the mean of ratios by the one-sample t-test of t_s / b_s = 1. NaN with
+    fewer than 2 seeds."""
+    if not blocks:
+        return math.nan
+    if estimator == "mean_of_ratios":
+        return _p_mean(seed_ratios(blocks)[0], 1.0)
+    ts, bs = _aligned_arrays(blocks)
+    n = int(ts[0].size)
+    if n < 2 or any(b.mean() == 0 for b in bs):
+        return math.nan
+    if len(ts) == 1:
+        return _p_mean(ts[0] - bs[0], 0.0)
+    means = [float(t.mean() / b.mean()) for t, b in zip(ts, bs, strict=True)]
+    se = _delta_se(ts, bs, means)
+    value = 100.0 * (sum(means) / len(means) - 1.0)
+    if se == 0.0:
+        return 0.0 if value != 0.0 else 1.0
+    return float(2.0 * sps.t.sf(abs(value) / se, n - 1))
+
+
+def p_value_equal(values: ArrayLike, target: float) -> float:
+    """The two-sided one-sample t-test p-value of mean(values) = ``target``; NaN below 2 values."""
+    x = np.asarray(values, dtype=float)
+    return _p_mean(x[~np.isnan(x)], target)
+
+
+def _p_mean(x: np.ndarray, target: float) -> float:
+    n = int(x.size)
+    if n < 2:
+        return math.nan
+    sd = float(x.std(ddof=1))
+    diff = float(x.mean()) - target
+    if sd == 0.0:
+        return 0.0 if diff != 0.0 else 1.0
+    return float(2.0 * sps.t.sf(abs(diff) / (sd / math.sqrt(n)), n - 1))
 
 
 class Verdict(StrEnum):
@@ -301,15 +418,21 @@ class SequentialDesign:
     def decide(
         self, t_vals: ArrayLike, b_vals: ArrayLike, half_width_pct: float | None
     ) -> tuple[Change, Verdict]:
-        """The change over the first ``n`` pairs and the verdict of the design: an effect when
-        the interval at this look's nominal level excludes zero; "no clear effect" (the futility
-        stop) when it is narrower than ``half_width_pct`` on each side; "inconclusive" at the
-        last look otherwise; "undecided" between looks and before the first."""
+        """The verdict of the design over the pairs in seed order: the looks are taken in turn,
+        each over the first ``look`` pairs, and the first that decides is the verdict (an effect
+        when the interval at that look's nominal level excludes zero; "no clear effect", the
+        futility stop, when it is narrower than ``half_width_pct`` on each side), whatever pairs
+        came after it (runs started before the look was taken: the design stopped there);
+        "inconclusive" when the last look decided nothing; "undecided" before it."""
         t, b = _pairs(t_vals, b_vals)
         n = int(t.size)
-        conf = self.confidence_at(n)
-        if conf is None:
-            verdict = Verdict.INCONCLUSIVE if n >= self.looks[-1] else Verdict.UNDECIDED
-            return fieller(t, b, 1.0 - self.alpha), verdict
-        change = fieller(t, b, conf)
-        return change, decide(change, half_width_pct, self.looks[0], self.looks[-1])
+        for look in self.looks:
+            if look > n:
+                break
+            conf = self.confidence_at(look)
+            assert conf is not None
+            change = fieller(t[:look], b[:look], conf)
+            verdict = decide(change, half_width_pct, self.looks[0], self.looks[-1])
+            if verdict.final:
+                return change, verdict
+        return fieller(t, b, 1.0 - self.alpha), Verdict.UNDECIDED

@@ -14,6 +14,7 @@ is aggregated (``experiments.aggregate``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -33,7 +34,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final, Protocol
 
-from experiments.aggregate import METRICS, run_metrics
+from experiments.aggregate import METRICS, rto_policy_metrics, run_metrics
+from experiments.behaviour import run_key, sweep_key
 from experiments.capacity import (
     DEFAULT_MODEL,
     AutoParallel,
@@ -189,11 +191,20 @@ def _float(x: Any) -> float:
         return math.nan
 
 
-def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: float) -> RunRecord:
+def record_of(
+    sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: float, sweep_file: str | None = None
+) -> RunRecord:
     """The row of a finished run: the point, its validity (``summary.json`` ``valid``; a summary
-    from before validity was recorded counts as valid) and its metrics."""
+    from before validity was recorded counts as valid), its metrics and its behaviour key
+    (``experiments.behaviour.run_key``)."""
     summary = read_summary(run_dir) or {}
     metrics, flows = run_metrics(summary, read_json(run_dir / "scenario.json"))
+    routers = [
+        c
+        for f in sorted((run_dir / "routers").glob("sta*.counters.json"))
+        if isinstance(c := read_json(f), dict)
+    ]
+    metrics.update(rto_policy_metrics(routers))
     validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
     assert isinstance(validity, dict)
     reasons = tuple(str(r) for r in validity.get("reasons") or [])
@@ -203,6 +214,8 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
     assert isinstance(routing, dict)
     if (fault := cc_fault_reason(metrics)) is not None:
         reasons = (*reasons, fault)
+    revision = _revision(run_dir)
+    run_id = str(summary.get("run_id", run_dir.name))
     return RunRecord(
         experiment=sweep.experiment,
         point_id=point.point_id,
@@ -217,14 +230,15 @@ def record_of(sweep: Sweep, point: Point, attempt: int, run_dir: Path, wall_s: f
         flows=tuple(FlowRow(f["throughput_bps"], f["tcp_timeouts"], f["retransmits"]) for f in flows),
         duration_s=_float(summary.get("duration_s")),
         wall_s=wall_s,
-        run_id=str(summary.get("run_id", run_dir.name)),
-        revision=_revision(run_dir),
+        run_id=run_id,
+        revision=revision,
         host=socket.gethostname(),
         finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         tcp_profile=str(tcp.get("profile") or LEGACY_PROFILE),
         tcp_digest=str(tcp.get("digest") or ""),
         routing_profile=str(routing.get("profile") or ""),
         routing_digest=str(routing.get("digest") or ""),
+        behaviour=run_key(sweep, revision, run_id, sweep_file),
     )
 
 
@@ -444,7 +458,9 @@ def run_points(
     store.add_columns(list(METRICS))  # a metric added since the file was begun gets its column
     all_ids = {p.point_id: p.index for p in expand(sweep)}
     loaded = store.load(all_ids)
-    counted = loaded.counted()
+    # issue 48, item 5: only the rows of the code and scenario files on disk now are pooled
+    current = sweep_key(sweep, sweep_file)
+    counted = loaded.counted(behaviour=current)
     plan = Plan(sweep, points, counted, seed_cap=seed_cap)
     index = SweepIndex(exp_dir)
     report = SweepReport(sweep.experiment, exp_dir, store.path, selected=len(points))
@@ -453,6 +469,14 @@ def run_points(
     prog = progress or _NoProgress()
     for problem in loaded.problems:
         prog.note(f"skipped row: {problem}")
+    other = [r for r in loaded.records if r.valid and r.behaviour != current and r.point_id in all_ids]
+    if other:
+        keys = sorted({r.behaviour or "none" for r in other})
+        prog.note(
+            f"not pooled: {len(other)} valid rows ran other code or scenario files (behaviour "
+            f"{', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}; now {current}; docs/experiments.md "
+            "'Behaviour keys')"
+        )
     conc: Concurrency = FixedParallel(parallel) if isinstance(parallel, int) else parallel
     report.parallel = conc.describe()
     axes = list(sweep.axes())
@@ -476,12 +500,14 @@ def run_points(
         except Exception as exc:  # noqa: BLE001 - one failed run must not stop the sweep
             return Outcome(point, "failed", None, f"{type(exc).__name__}: {exc}", n)
         if isinstance(result, RunRecord):  # run elsewhere (experiments.distributed): the row came back
+            if not result.behaviour:  # the engine checked that it ran at the controller's revision
+                result = dataclasses.replace(result, behaviour=current)
             status = "complete" if result.valid else "invalid"
             return Outcome(point, status, None, "; ".join(result.invalid_reasons) or None, n, result)
         run_dir = Path(result)
         if not is_complete(run_dir):
             return Outcome(point, "incomplete", run_dir, "summary.json not complete", n)
-        rec = record_of(sweep, point, n, run_dir, clock() - t0)
+        rec = record_of(sweep, point, n, run_dir, clock() - t0, sweep_file)
         status = "complete" if rec.valid else "invalid"
         return Outcome(point, status, run_dir, "; ".join(rec.invalid_reasons) or None, n, rec)
 
@@ -561,6 +587,17 @@ def run_points(
                 running.pop(fut)
                 outcome = fut.result()
                 record(outcome)
+                if outcome.record is not None and outcome.record.behaviour != current:
+                    # the code or a scenario file changed under the sweep: its row is kept, not
+                    # pooled; start nothing more (the next invocation plans under the new key)
+                    prog.note(
+                        f"behaviour changed under the sweep ({current} -> {outcome.record.behaviour}): "
+                        "draining; run the sweep again"
+                    )
+                    DRAIN.set()
+                    report.outcomes.append(outcome)
+                    prog.finished(outcome, report, plan, left())
+                    continue
                 if outcome.record is not None:
                     if outcome.record.wall_s > 0:
                         walls.append(outcome.record.wall_s)

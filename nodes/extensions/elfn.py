@@ -302,7 +302,13 @@ class Elfn:
 
     # ------------------------------------------------------------------ DSR's ROUTE ERROR
     def on_route_error_sent(self, ev: DsrRouteErrorSent) -> list[Action]:
-        """At the node detecting the break: the ELFN message, also for salvaged packets."""
+        """At the node detecting the break: the ELFN message, also for salvaged packets. Not on
+        an ``optional`` ROUTE ERROR (the sources of packets that only waited in the interface
+        queue under ns-2's ``xmitFailed``): ELFN tells the source of the packet that met the
+        failure (Yu 2004 s3: "A TCP sender will receive a notice only when a data packet
+        encounters a link failure for the first time")."""
+        if ev.optional:
+            return []
         entries: dict[ConnId, ElfnEntry] = {}
         for pkt in ev.packets:
             try:

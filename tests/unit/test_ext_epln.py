@@ -17,7 +17,7 @@ from nodes.extensions.epln import ConnInfo, ConnListOption, Epln
 from nodes.protocols.dsr import create
 from nodes.protocols.dsr.core import DsrRouting
 from nodes.protocols.dsr.events import DsrRouteErrorReceived
-from nodes.protocols.dsr.options import DsrOption, RouteError, parse
+from nodes.protocols.dsr.options import DsrOption, RouteError, RouteRequest, parse
 from nodes.tcpctl import packets as P
 from nodes.tcpctl.agent import ConnId, EndpointAgent
 from nodes.tcpctl.api import TcpControl
@@ -90,7 +90,8 @@ def rerrs_from(net: SimNetwork, s: int) -> list[tuple[int, int, list[DsrOption]]
     for t in net.trace:
         if t.src == s:
             dp = parse(t.packet)
-            if dp.find(RouteError) is not None:
+            # Route Error packets (not the Route Requests carrying a gratuitous Route Error)
+            if dp.find(RouteError) is not None and dp.find(RouteRequest) is None:
                 out.append((t.t_ns, t.dst, dp.options))
     return out
 

@@ -30,11 +30,10 @@ def group_sequential(min_seeds: int, max_seeds: int, step: int) -> Rule:
     design = SequentialDesign.planned(min_seeds, max_seeds, step)
 
     def declares(t: np.ndarray, b: np.ndarray) -> bool:
-        for n in design.looks:
-            _, verdict = design.decide(t[:n], b[:n], None)
-            if verdict in EFFECTS:
-                return True
-        return False
+        # one call over every pair: the design takes its looks in turn and stops at the first
+        # that decides (SequentialDesign.decide)
+        _, verdict = design.decide(t[: design.looks[-1]], b[: design.looks[-1]], None)
+        return verdict in EFFECTS
 
     return declares
 
@@ -124,3 +123,17 @@ def test_power_against_a_stated_effect_is_close_to_a_fixed_design() -> None:
     fixed = rate(group_sequential(20, 20, 1), draws, 300)
     assert power >= 0.75, power
     assert power >= 0.9 * fixed, (power, fixed)
+
+
+def test_a_decided_look_stays_decided_when_more_pairs_arrive() -> None:
+    """Runs started before a look was taken finish after it: the verdict is the first look's that
+    decided, not a recomputation over every pair (which between looks would read "undecided", and
+    at a later look could undo a stop the design already made)."""
+    design = SequentialDesign.planned(5, 20, 5)
+    t = np.array([80.0, 81.0, 79.0, 80.5, 79.5, 140.0, 20.0])  # 20 % lower at 5, then two wild pairs
+    b = np.full(7, 100.0)
+    change5, at5 = design.decide(t[:5], b[:5], None)
+    change7, at7 = design.decide(t, b, None)
+    assert at5 is Verdict.LOWER and at7 is Verdict.LOWER and change7 == change5 and change7.n == 5
+    _, at4 = design.decide(t[:4], b[:4], None)
+    assert at4 is Verdict.UNDECIDED  # before the first look

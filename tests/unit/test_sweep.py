@@ -655,3 +655,14 @@ def test_conn_summary_median_rto_skips_backed_off_samples() -> None:
     ]
     assert conn_summary(series)["p50_rto_ms"] == 220.0
     assert conn_summary([{"rto_ms": 408.0, "backoff": 1}])["p50_rto_ms"] is None
+
+
+def test_rto_policy_share_sums_every_stations_abra_and_fixed_rto_counters() -> None:
+    routers = [
+        {"extensions": {"abra": {"counters": {"timeouts": 6, "mismatches": 3}}}},
+        {"extensions": {"fixed_rto": {"counters": {"timeouts": 2, "mismatches": 0}}}},
+        {"extensions": {"elfn": {"counters": {"timeouts": 50, "mismatches": 50}}}},
+        {},
+    ]
+    assert agg.rto_policy_metrics(routers)["rto_policy_off_paper_pct"] == 37.5
+    assert math.isnan(agg.rto_policy_metrics([{}])["rto_policy_off_paper_pct"])

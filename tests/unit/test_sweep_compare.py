@@ -129,9 +129,11 @@ def test_compare_ghanem_with_fake_runs(tmp_path: Path) -> None:
     # paired: the 10x spread between seeds cancels; the +10 % is found within the 2 % noise
     assert abra.value == pytest.approx(10.0, abs=1.5)
     assert 5.0 < abra.change.low < abra.value < abra.change.high < 15.0
-    assert abra.verdict == "reproduced" and abra.pairs == 1 and abra.change.n == 6
-    assert abra.within_factor.startswith("no")  # +10 % against the paper's +26.6 %: 0.38x
-    assert by_key["dsr-abra-avg"].pairs == 3 and by_key["dsr-abra-avg"].verdict == "reproduced"
+    # +10 % whose interval lies below the paper's +26.6 %: the direction, smaller
+    assert abra.verdict == "reproduced in direction, smaller" and abra.pairs == 1 and abra.change.n == 6
+    assert abra.within_factor.startswith("no")  # 0.38x
+    avg = by_key["dsr-abra-avg"]
+    assert avg.pairs == 3 and avg.verdict in ("reproduced", "reproduced in direction, smaller")
     assert by_key["dsr-fixed_rto-2"].verdict == "contradicted"  # ours -20 %, the paper's +5.1 %
     assert by_key["dsr-abra-20"].verdict == "contradicted"  # the paper's -1.0 (no effect), ours +10 %
 
@@ -163,7 +165,7 @@ def test_compare_ghanem_with_fake_runs(tmp_path: Path) -> None:
 def test_claim_without_points_is_reported_not_raised(tmp_path: Path) -> None:
     claim = PAPERS["yu2004"].claims[0]
     res = evaluate(claim, [])
-    assert res.pairs == 0 and res.verdict == "-" and res.note == "no runs yet"
+    assert res.pairs == 0 and res.verdict == "inconclusive" and res.note == "no runs yet"
     other = group_runs(
         [_record({"scheme": "elfn", "speed": "10", "tcp_flows": "5"}, 1, throughput_total_bps=1.0)]
     )
@@ -233,7 +235,9 @@ def test_value_claim_says_when_its_runs_lack_the_metric() -> None:
     params = {"mobility.max_speed_mps": "4", "lm": "original"}
     old = group_runs([_record(params, 1, throughput_total_bps=1.0)])
     res = evaluate(claim, old)
-    assert res.change.n == 0 and res.note == "rts_one_attempt_pct not recorded by the 1 run(s) of these points"
+    assert (
+        res.change.n == 0 and res.note == "rts_one_attempt_pct not recorded by the 1 run(s) of these points"
+    )
     new = group_runs([_record(params, s, rts_one_attempt_pct=70.0 + s) for s in (1, 2)])
     assert evaluate(claim, new).note == "" and evaluate(claim, new).value == pytest.approx(71.5)
 
@@ -332,60 +336,23 @@ def test_until_accepts_derived_metrics_and_still_refuses_unknown_ones(tmp_path: 
     assert isinstance(load_sweep(good).seeds, SequentialSeeds)
 
 
-def test_verdict_waits_for_the_minimum_and_names_an_open_interval_by_the_seeds_left() -> None:
+def test_verdict_waits_for_the_minimum_and_is_one_of_the_vocabulary() -> None:
     from experiments.compare import Result
     from experiments.stats import Change
 
     claim = PAPERS["klemm2004"].claims[0]  # +75 % goodput, a relative claim
     decided = Change(3, 40.0, 10.0, 70.0, 0.95, "fieller")
     spans = Change(12, 10.0, -5.0, 25.0, 0.95, "fieller")
-    assert Result(claim, decided, 1, 6, min_seeds=10, max_seeds=30).verdict == "pending (3 of 10 seeds)"
-    assert Result(claim, decided, 1, 6).verdict == "reproduced"  # no sweep bounds known
-    assert Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30).verdict == "undecided"
-    # narrower than the sweep's stopping half-width: the sweep stops, so the report does not wait
-    narrow = Change(12, 1.0, -3.0, 5.0, 0.95, "fieller")
-    stops = Result(claim, narrow, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
-    assert stops == (
-        "no clear effect (+-4.0 <= +-5 points at 12 seeds; the paper's +75 % outside our interval)"
-    )
-    # a mean over points whose own intervals are still wide: the sweep goes on for them
-    mean = Result(
-        claim, narrow, 2, 48, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(narrow, spans)
-    )
-    assert mean.verdict == "undecided"
-    # a mean whose every point has stopped (decided or at the maximum) but is still wide: the
-    # sweep adds no seeds to any of them, so the verdict is final, not "undecided"
-    wide = Change(12, 0.5, -5.5, 6.5, 0.95, "delta")
-    lower = Change(12, -8.0, -13.0, -2.0, 0.95, "fieller")
-    at_max = dataclasses.replace(spans, n=30)
-    stuck = Result(
-        claim, wide, 3, 72, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, blocks=(lower, at_max, at_max)
-    )
-    assert stuck.verdict == (
-        "inconclusive (+-6.0 points at the 12 seeds common to 3 points whose seeds the sweep has stopped adding)"
-    )
-    # a claim on another metric than the one the seeds follow waits for the maximum, unless the
-    # sweep has stopped adding seeds to every one of its points (Yu 2004's timeouts)
-    timeouts = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-timeouts")
-    other = Result(timeouts, spans, 2, 48, min_seeds=10, max_seeds=20, stop_metric="throughput_total_bps")
-    assert other.verdict == "undecided (the sweep's seeds follow throughput_total_bps)"
-    assert dataclasses.replace(other, stopped=True).verdict == (
-        "inconclusive (+-15.0 points at 12 seeds; the sweep's seeds follow throughput_total_bps, "
-        "final at every point of this claim)"
-    )
-    # one point still growing: the mean waits for it
-    growing = dataclasses.replace(stuck, blocks=(lower, at_max, spans))
-    assert growing.verdict == "undecided"
+    pending = Result(claim, decided, 1, 6, min_seeds=10, max_seeds=30)
+    assert pending.verdict == "inconclusive" and pending.pending
+    assert Result(claim, decided, 1, 6).verdict == "reproduced in direction, smaller"  # 70 < 75
+    assert Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30).verdict == "inconclusive"
+    narrow = Change(12, 1.0, -2.0, 2.5, 0.95, "fieller")  # within Klemm's +-3 points
+    assert Result(claim, narrow, 1, 24, min_seeds=10, max_seeds=30).verdict == "no effect"
     assert (
-        Result(claim, spans, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0).verdict
-        == "undecided"
-    )
-    assert (
-        Result(claim, dataclasses.replace(spans, n=30), 1, 60, min_seeds=10, max_seeds=30).verdict
-        == "inconclusive"
-    )
-    assert (
-        Result(claim, dataclasses.replace(decided, n=10), 1, 20, min_seeds=10, max_seeds=30).verdict
+        Result(
+            claim, dataclasses.replace(decided, n=10, high=90.0), 1, 20, min_seeds=10, max_seeds=30
+        ).verdict
         == "reproduced"
     )
 
@@ -406,7 +373,7 @@ def test_size_is_compared_for_values_and_reproduced_directions_only() -> None:
     rto = by_key["original-rto"]  # about 6 RTOs per 100 packets: an absolute value
     measured = Change(10, 0.7, 0.6, 0.8, 0.95, "student-t")
     res = Result(rto, measured, 1, 10, min_seeds=10, max_seeds=30)
-    assert res.verdict == "measured" and res.within_factor == "no (0.12x)"
+    assert res.verdict == "contradicted" and res.within_factor == "no (0.12x)"
 
 
 def test_a_paper_number_near_zero_follows_the_direction_rule_once_zero_is_excluded() -> None:
@@ -415,13 +382,17 @@ def test_a_paper_number_near_zero_follows_the_direction_rule_once_zero_is_exclud
 
     claim = next(c for c in PAPERS["ghanem2008"].claims if c.key == "dsr-fixed_rto-20")  # +0.6 %
     up = Change(20, 12.5, 4.5, 21.9, 0.95, "fieller")
+    # the paper's +0.6 % is within its margin (+-2.5 points): the paper says no change, so a
+    # change either way contradicts it, and an interval within the margin is "no effect"
     res = Result(claim, up, 1, 40, min_seeds=20, max_seeds=50)
-    assert res.verdict == "reproduced" and res.within_factor == "no (21x)"
+    assert res.verdict == "contradicted" and res.within_factor == "-"
     down = Change(20, -12.5, -21.9, -4.5, 0.95, "fieller")
     assert Result(claim, down, 1, 40, min_seeds=20, max_seeds=50).verdict == "contradicted"
-    flat = Change(20, 0.5, -3.0, 4.0, 0.95, "fieller")
+    flat = Change(20, 0.5, -2.0, 2.4, 0.95, "fieller")
     res = Result(claim, flat, 1, 40, min_seeds=20, max_seeds=50)
-    assert res.verdict == "reproduced (no effect: within +-5 %)" and res.within_factor == "-"
+    assert res.verdict == "no effect" and res.within_factor == "-"
+    wide = Change(20, 0.5, -3.0, 4.0, 0.95, "fieller")
+    assert Result(claim, wide, 1, 40, min_seeds=20, max_seeds=50).verdict == "inconclusive"
 
 
 def test_a_report_links_only_the_figures_it_draws(tmp_path: Path) -> None:
@@ -479,6 +450,7 @@ def _record(params: dict[str, str], seed: int, **metrics: float) -> RunRecord:
         "rev",
         "h",
         "t",
+        behaviour="aaaaaaaaaaaa",  # one code for every run (the pairing needs a shared key)
     )
 
 
@@ -524,10 +496,16 @@ def test_a_change_figure_plots_the_paired_change_and_the_papers_change(tmp_path:
     from experiments.compare import draw_figure, evaluate, figure_change, paper_points
 
     def rec(lm: str, other: str, seed: int, bps: float) -> RunRecord:
-        return _record({"mobility.max_speed_mps": "20", "lm": lm, "other": other}, seed, throughput_total_bps=bps)
+        return _record(
+            {"mobility.max_speed_mps": "20", "lm": lm, "other": other}, seed, throughput_total_bps=bps
+        )
 
     rows = [
-        *(rec("original", o, seed, bps) for o in ("a", "b") for seed, bps in ((1, 100e3), (2, 200e3), (3, 50e3))),
+        *(
+            rec("original", o, seed, bps)
+            for o in ("a", "b")
+            for seed, bps in ((1, 100e3), (2, 200e3), (3, 50e3))
+        ),
         rec("combined", "a", 1, 90e3),  # 0.9 of the original in block a
         rec("combined", "a", 2, 180e3),
         rec("combined", "a", 3, 45e3),
@@ -554,41 +532,42 @@ def test_a_change_figure_plots_the_paired_change_and_the_papers_change(tmp_path:
     assert not (tmp_path / "none.png").exists()
     cohen = next(f for f in PAPERS["cohen"].figures if f.name == "cohen-rto-reduction")
     # rc-rto-2.5 fixes a speed the figure pools over: not a star there
-    assert {p.claim for p in paper_points(cohen, PAPERS["cohen"].claims, [])} == {"rc-rto-sack", "rc-rto-newreno"}
+    assert {p.claim for p in paper_points(cohen, PAPERS["cohen"].claims, [])} == {
+        "rc-rto-sack",
+        "rc-rto-newreno",
+    }
 
 
 def test_verdicts_at_the_edges() -> None:
-    """A paper number of exactly 0, a claim on a metric the sweep does not stop on, a bound."""
+    """A paper number of exactly 0, a bound on a change."""
     from experiments.compare import Result
     from experiments.stats import Change
 
     zero = dataclasses.replace(PAPERS["klemm2004"].claims[0], paper=0.0)
     for c in (Change(10, -12.0, -20.0, -4.0, 0.95, "fieller"), Change(10, 12.0, 4.0, 20.0, 0.95, "fieller")):
         assert Result(zero, c, 1, 20, min_seeds=10, max_seeds=30).verdict == "contradicted"
-    rto = next(c for c in PAPERS["klemm2004"].claims if c.key == "combined-rto-change")
-    narrow = Change(12, 1.0, -3.0, 5.0, 0.95, "fieller")
-    res = Result(
-        rto,
-        narrow,
-        1,
-        24,
-        min_seeds=10,
-        max_seeds=30,
-        stop_half_width_pct=5.0,
-        stop_metric="throughput_total_bps",
-    )
-    assert res.verdict == "undecided (the sweep's seeds follow throughput_total_bps)"
-    same = Result(
-        rto, narrow, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=5.0, stop_metric=rto.metric
-    )
-    assert same.verdict.startswith("no clear effect") and "paper's -66.7 % outside" in same.verdict
-    inside = dataclasses.replace(narrow, value=-34.0, low=-70.0, high=2.0)
-    wide = Result(
-        rto, inside, 1, 24, min_seeds=10, max_seeds=30, stop_half_width_pct=40.0, stop_metric=rto.metric
-    )
-    assert "inside our interval" in wide.verdict
     loss = next(c for c in PAPERS["klemm2004"].claims if c.key == "combined-loss-change")  # -85 % or more
     beyond = Change(10, -95.0, -98.0, -90.0, 0.95, "fieller")
-    assert Result(loss, beyond, 1, 20, min_seeds=10, max_seeds=30).within_factor.startswith("yes (beyond")
+    res = Result(loss, beyond, 1, 20, min_seeds=10, max_seeds=30)
+    assert res.verdict == "reproduced" and res.within_factor.startswith("yes (beyond")
     short = Change(10, -41.0, -47.0, -35.0, 0.95, "fieller")
-    assert Result(loss, short, 1, 20, min_seeds=10, max_seeds=30).within_factor == "no (0.48x)"
+    res = Result(loss, short, 1, 20, min_seeds=10, max_seeds=30)
+    assert res.verdict == "reproduced in direction, smaller" and res.within_factor == "no (0.48x)"
+
+
+def test_pairs_whose_runs_ran_different_code_are_left_out_and_named() -> None:
+    """Issue 48, item 5: seed 2's treatment ran other code than its baseline, seed 3's two runs
+    have unknown keys (a dirty tree): only seed 1 pairs, and the note says why the others do not."""
+    claim = next(c for c in PAPERS["yu2004"].claims if c.key == "epln_bead-throughput")
+    keys = {1: ("k", "k"), 2: ("k", "j"), 3: ("u0123456789a", "u0123456789a")}
+    runs = [
+        dataclasses.replace(
+            _record({"scheme": s, "speed": "10", "tcp_flows": "1"}, seed, throughput_total_bps=v),
+            behaviour=keys[seed][0 if s == "epln_bead" else 1],
+        )
+        for seed in (1, 2, 3)
+        for s, v in (("elfn", 400.0 + seed), ("epln_bead", 460.0 + 2 * seed))
+    ]
+    res = evaluate(claim, group_runs(runs))
+    assert res.change.n == 1
+    assert "2 seed pairs left out: the two runs ran different code or scenario files" in res.note

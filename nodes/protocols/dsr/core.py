@@ -198,6 +198,7 @@ class DsrRouting(RoutingProtocol):
             link_size=p.link_cache_size,
             timeout_ns=p.route_cache_timeout_ns,
             bidirectional=p.bidirectional_links,
+            shortest_over_both=p.cache_lookup == "shortest",
             notify=self._cache_notify,
         )
         self.send_buffer = SendBuffer(p.max_send_buffer_length, p.send_buffer_timeout_ns)
@@ -208,6 +209,11 @@ class DsrRouting(RoutingProtocol):
         self.ack_id = 0
         self.last_rerr: RouteError | None = None
         """The Route Error to piggyback on the next Route Request (gratuitous Route Error)."""
+        self.last_rerr_ns = 0
+        """When ``last_rerr`` was received (``grat_rerr_max_hold_s``)."""
+        self._promote_foreign = p.promote_secondary == "every_lookup"
+        """Whether a lookup for another node's packet (cached reply, salvage) promotes a secondary
+        hit (``promote_secondary``)."""
         self.pending_replies: dict[tuple[int, int], tuple[Path, int]] = {}
         self._snooped: dict[Path, int] = {}
         self._now = 0
@@ -325,38 +331,65 @@ class DsrRouting(RoutingProtocol):
         if victim is not None:
             self._drop(victim.packet, "send_buffer_full", None)
         self._arm_send_buffer()
-        if self.requests.discovery(dst) is None:
-            d = self.requests.start(dst, self._now)
+        d = self.requests.discovery(dst)
+        if d is None or d.salvage_only:
             # before the request goes out: ELFN (Yu 2004 s3.2) freezes the sender here
             if self._wants(RouteDiscoveryStarted):
                 self._emit(RouteDiscoveryStarted(now_ns=self._now, dst=dst, packet=packet))
-            self._send_rreq(d, nonprop=self.p.nonprop_request)
+        if d is None:
+            self._send_rreq(self.requests.start(dst, self._now), nonprop=self.p.nonprop_request)
+        elif d.salvage_only:
+            # ns-2.29 getRouteForPacket: this node's own packet may have the propagating request
+            # a salvaged one may not, once the non-propagating one had its arp_timeout.
+            d.salvage_only = False
+            if d.nonprop_pending and self._now - d.last_sent_ns > self.p.nonprop_request_timeout_ns:
+                self._send_rreq(d, nonprop=False)
         elif self._wants(RouteDiscoveryJoined):
             self._emit(RouteDiscoveryJoined(now_ns=self._now, dst=dst, packet=packet))
 
-    def _send_data(self, inner: bytes, route: Path) -> None:
+    def _send_data(self, inner: bytes, route: Path, *, jitter_ns: int = 0) -> None:
         # Section 8.1.3: Address[1..n] are the hops between source and destination.
         pkt = srcroute.add_source_route(inner, route[1:-1])
         self._route_sent(route, route[1], "data")
-        self._send(pkt, route[1], "data")
+        self._send(pkt, route[1], "data", jitter_ns=jitter_ns)
+
+    def _salvage_bytes(self, inner: bytes, route: Path, salvage: int) -> bytes:
+        """``inner`` with a Source Route for this node's salvage over ``route`` (section 8.3.6:
+        ``Address[1]`` = this node, Segments Left = n - 1 since it sends it on at once)."""
+        pkt = srcroute.add_source_route(inner, route[1:-1])
+        addrs = (self.me,) + route[1:-1]
+        new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, salvage)
+        return srcroute.replace_source_route(
+            pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
+        )
 
     def _arm_send_buffer(self) -> None:
         t = self.send_buffer.next_expiry_ns()
         self._out.append(SetTimer(SendBufferTimer(), t) if t is not None else CancelTimer(SendBufferTimer()))
 
     def _flush_send_buffer(self) -> None:
-        """Send what waits for destinations that now have a route (discovery done)."""
+        """Send what waits for destinations that now have a route (discovery done), the k-th
+        packet ``k * send_buffer_spacing`` later (ns-2 acceptRouteReply)."""
+        delay = 0
         for dst in self.send_buffer.dsts():
             route = self.cache.find(dst, self._now)
             if route is None:
                 continue
             d = self.requests.finish(dst)
             if d is not None:
-                self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
+                if not d.salvage_only:
+                    self.ctx.counters.sample("discovery_latency_s", (self._now - d.started_ns) / 1e9)
                 self._out.append(CancelTimer(RreqTimer(dst)))
             for b in self.send_buffer.take(dst):
                 self._cache_used(dst, route)
-                self._send_data(b.packet, route)
+                if b.salvage:
+                    self.ctx.counters.extra["salvaged"] += 1
+                    self._route_sent(route, route[1], "data")
+                    pkt = self._salvage_bytes(b.packet, route, b.salvage)
+                    self._send(pkt, route[1], "data", jitter_ns=delay, salvaged=b.salvage)
+                else:
+                    self._send_data(b.packet, route, jitter_ns=delay)
+                delay += self.p.send_buffer_spacing_ns
         self._arm_send_buffer()
 
     # ------------------------------------------------------------------ route discovery
@@ -368,14 +401,33 @@ class DsrRouting(RoutingProtocol):
         if p.grat_route_errors and self.last_rerr is not None:
             # Section 4.3 / 8.3.5 "gratuitous Route Error": the last Route Error received is
             # piggybacked on the next Route Request, so that the flood purges the broken link.
-            opts.append(self.last_rerr)
-            self.last_rerr = None
+            # ns-2 (sendOutRtReq): only while younger than max_err_hold, and held until a
+            # propagating request has carried it.
+            hold = p.grat_rerr_max_hold_ns
+            if hold is None or self._now - self.last_rerr_ns < hold:
+                opts.append(self.last_rerr)
+                if not (nonprop and p.grat_rerr_until_propagating):
+                    self.last_rerr = None
+            else:
+                self.last_rerr = None
         opts.append(RouteRequest(self.rreq_id, d.target, ()))
         pkt = build(self.me, None, opts, ttl=1 if nonprop else p.discovery_hop_limit)
         self._send(pkt, BROADCAST, "rreq")
         self.ctx.counters.routing_sent["rreq"] += 1
         d.last_id = self.rreq_id
         d.last_sent_ns = self._now
+        if p.request_backoff == "ns2_cycles":
+            # dsragent.cc BackOffTest / getRouteForPacket: a cycle is a non-propagating request
+            # and, arp_timeout later, one propagating request; the next cycle starts
+            # rt_rq_period * 4^k after this one began.
+            if nonprop or not d.nonprop_pending:
+                d.tries += 1
+                d.cycle_started_ns = self._now
+            d.nonprop_pending = nonprop
+            cycle_end = d.cycle_started_ns + p.ns2_cycle_gap_ns(d.tries)
+            wait = p.nonprop_request_timeout_ns if nonprop else cycle_end - self._now
+            self._out.append(SetTimer(RreqTimer(d.target), self._now + wait))
+            return
         if nonprop:
             d.nonprop_pending = True
             wait = p.nonprop_request_timeout_ns
@@ -400,13 +452,43 @@ class DsrRouting(RoutingProtocol):
         if self.cache.find(target, self._now) is not None:
             self._flush_send_buffer()
             return
+        if d.salvage_only:
+            # ns-2.29 NEW_SALVAGE_LOGIC: no propagating request for another node's packet; at the
+            # next cycle (rt_reqs_outstanding > dsr_salvage_max_requests) it is dropped.
+            end = d.cycle_started_ns + self._salvage_wait_ns(d)
+            if self._now < end:
+                self._out.append(SetTimer(RreqTimer(target), end))
+                return
+            self._drop_salvaged(target)
+            self.requests.finish(target)
+            return
+        if self.p.request_backoff == "ns2_cycles" and d.nonprop_pending:
+            self._send_rreq(d, nonprop=False)  # the cycle's propagating request
+            return
         if d.tries >= self.p.max_request_rexmt:
             self.requests.finish(target)
             for b in self.send_buffer.take(target):
                 self._drop(b.packet, "no_route", None)
             self._arm_send_buffer()
             return
-        self._send_rreq(d, nonprop=False)
+        self._drop_salvaged(target)  # a salvaged packet gets one cycle (NEW_SALVAGE_LOGIC)
+        if not self.send_buffer.has(target):
+            self.requests.finish(target)
+            return
+        self._send_rreq(d, nonprop=self.p.request_backoff == "ns2_cycles" and self.p.nonprop_request)
+
+    def _salvage_wait_ns(self, d: Discovery) -> int:
+        """How long a salvaged packet waits for a reply: until the next cycle would begin."""
+        if self.p.request_backoff == "ns2_cycles":
+            return self.p.ns2_cycle_gap_ns(max(d.tries, 1))
+        return self.p.request_period_ns
+
+    def _drop_salvaged(self, target: int) -> None:
+        dropped = self.send_buffer.take_salvaged(target)
+        for b in dropped:
+            self._drop(b.packet, "no_route", None)
+        if dropped:
+            self._arm_send_buffer()
 
     def _recv_rreq(self, ev: FromAir, dp: DsrPacket, rreq: RouteRequest) -> None:
         """Section 8.2.2: process a received Route Request."""
@@ -420,22 +502,27 @@ class DsrRouting(RoutingProtocol):
             return
         c.routing_received["rreq"] += 1
         self._process_rerrs(dp, ev.packet, for_me=False, overheard=False)
-        self._learn(record, len(record) - 1, primary=False)
-        if rreq.target == self.me:
-            # Section 8.2.4: the target returns the accumulated route record (every copy).
-            self._send_rrep(record)
+        target = rreq.target == self.me
+        self._learn(record, len(record) - 1, primary=target and self.p.reply_record_primary)
+        if target:
+            # Section 8.2.4: the target returns the accumulated route record (every copy); ns-2
+            # jitters it (returnSrcRouteToRequestor, RREQ_JITTER).
+            jitter = self.p.target_reply_jitter_ns
+            self._send_rrep(record, jitter_ns=int(self.ctx.rng.random() * jitter) if jitter else 0)
             self._flush_if_waiting()
             return
         if self.requests.seen(initiator, rreq.rreq_id, rreq.target):
             c.extra["rreq_duplicate"] += 1
             return
         if self.p.reply_from_cache:
-            cached = self.cache.find(rreq.target, self._now)
+            cached = self.cache.find(rreq.target, self._now, promote=self._promote_foreign)
             if cached is not None:
                 full = record + cached[1:]
                 # Section 8.2.3: the reply MUST NOT be sent if the resulting route would contain
                 # a node twice; the request is then handled as if there were no cached route.
                 if loop_free(full):
+                    if self.p.reply_record_primary:  # ns-2 replyFromRouteCache: addRoute
+                        self.add_route(tuple(reversed(record)), primary=True)
                     self._cache_used(rreq.target, cached)
                     self._schedule_cached_reply(initiator, rreq.rreq_id, full)
                     return
@@ -464,7 +551,7 @@ class DsrRouting(RoutingProtocol):
         self.pending_replies[(initiator, rreq_id)] = (full, hops)
         self._out.append(SetTimer(ReplyTimer(initiator, rreq_id), self._now + delay))
 
-    def _send_rrep(self, full: Path, *, grat: bool = False) -> None:
+    def _send_rrep(self, full: Path, *, grat: bool = False, jitter_ns: int = 0) -> None:
         """Originate a Route Reply for ``full`` (initiator ... target), this node on it, sent back
         along the reverse of the route's part from the initiator to this node."""
         k = full.index(self.me)
@@ -472,7 +559,7 @@ class DsrRouting(RoutingProtocol):
         sr = SourceRoute(back[1:-1], len(back) - 2)
         pkt = build(self.me, full[0], [sr, RouteReply(full[1:])], ttl=self.p.ttl)
         self._route_sent(full, back[1], "rrep")
-        self._send(pkt, back[1], "rrep")
+        self._send(pkt, back[1], "rrep", jitter_ns=jitter_ns)
         self.ctx.counters.routing_sent["rrep"] += 1
         if grat:
             self.ctx.counters.extra["grat_replies"] += 1
@@ -588,6 +675,7 @@ class DsrRouting(RoutingProtocol):
             self.ctx.counters.routing_received["rerr"] += 1
             if link is not None:
                 self.last_rerr = o
+                self.last_rerr_ns = self._now
             nxt = next((f for f in following if not isinstance(f, (Pad1, PadN, SourceRoute))), None)
             if (
                 isinstance(nxt, RouteError)
@@ -676,7 +764,8 @@ class DsrRouting(RoutingProtocol):
             tx = next_pos(sr) - 1
             if 0 <= tx < len(path) and path[tx] == ev.src and loop_free(path):
                 if self.me in path:
-                    self._maybe_shorten(dp, sr, path, tx)
+                    if self.p.shorten_control_routes or packet_kind(dp) == "data":
+                        self._maybe_shorten(dp, sr, path, tx)
                 else:
                     self._learn_heard(path, tx, primary=False)
                 self._check_reply_storm(dp, path)
@@ -759,12 +848,23 @@ class DsrRouting(RoutingProtocol):
             )
         self.cache.remove_link(self.me, nh, self._now)
         groups: dict[int, tuple[Path, int, list[bytes]]] = {}
-        for f in [frame, *queued]:
-            self._undeliverable(f, nh, groups)
+        self._undeliverable(frame, nh, groups, report=True)
+        failed_origins = set(groups)
+        # ns-2 xmitFailed: only the failed packet causes a Route Error; the queued packets go
+        # through undeliverablePkt (their losses still listed on that Route Error's event).
+        per_source = self.p.link_failure_rerrs == "per_source"
+        for f in queued:
+            self._undeliverable(f, nh, groups, report=per_source)
         for err_dst, (back, salvage, pkts) in groups.items():
-            self._send_rerr(err_dst, back, salvage, pkts, nh, [])
+            optional = not per_source and err_dst not in failed_origins
+            self._send_rerr(err_dst, back, salvage, pkts, nh, [], optional=optional)
 
-    def _undeliverable(self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]]) -> None:
+    def _undeliverable(
+        self, f: Frame, nh: int, groups: dict[int, tuple[Path, int, list[bytes]]], *, report: bool
+    ) -> None:
+        """Handle one packet the broken link could not carry; ``groups`` collects the packets per
+        Route Error destination. ``report`` False (a queued packet under ``link_failure_rerrs =
+        failed_packet``): no nested Route Error, the packet is salvaged like any other."""
         pkt = f.packet
         kind = f.meta.get("dsr", "data")
         if kind in ("ack", "rreq"):
@@ -791,7 +891,7 @@ class DsrRouting(RoutingProtocol):
             return
         if origin != self.me:
             back = tuple(reversed(path[:j]))
-            if has_rerr:
+            if has_rerr and report:
                 # Section 8.3.4: a Route Error that meets a broken link: nested Route Error to its
                 # source, carrying the Route Error (and what follows it).
                 nested = self._nested_options(dp, sr.salvage)
@@ -827,10 +927,16 @@ class DsrRouting(RoutingProtocol):
         if sr.salvage >= self.p.max_salvage_count:
             self._drop(pkt, "salvage_limit", path)
             return
-        route = self.cache.find(dp.dst, self._now)
+        route = self.cache.find(dp.dst, self._now, promote=self._promote_foreign)
         self._cache_used(dp.dst, route)
+        if route is None and self.p.salvage_request and kind == "data":
+            self._salvage_later(pkt, dp.dst, sr.salvage + 1)
+            return
         if route is None:
             self._drop(pkt, "link_failure", path)
+            return
+        if not self.p.salvage_bad_replies and self._bad_reply(dp, path[next_pos(sr)]):
+            self._drop(pkt, "link_failure", path)  # ns-2: DROP_RTR_MAC_CALLBACK
             return
         # Address[1] is the salvaging node itself; Segments Left = n, then one step forward.
         addrs = (self.me,) + route[1:-1]
@@ -845,6 +951,31 @@ class DsrRouting(RoutingProtocol):
             )
         self._route_sent(route, route[1], kind)
         self._send(new, route[1], kind, salvaged=sr.salvage + 1)
+
+    def _salvage_later(self, pkt: bytes, dst: int, salvage: int) -> None:
+        """ns-2.29 ``NEW_SALVAGE_LOGIC`` (``salvage_request``): no cached route, so the packet waits
+        in the send buffer and one non-propagating Route Request asks the neighbours."""
+        victim = self.send_buffer.add(srcroute.strip(pkt), dst, self._now, salvage=salvage)
+        if victim is not None:
+            self._drop(victim.packet, "send_buffer_full", None)
+        self._arm_send_buffer()
+        self.ctx.counters.extra["salvage_buffered"] += 1
+        if self.requests.discovery(dst) is None:
+            d = self.requests.start(dst, self._now)
+            d.salvage_only = True
+            self._send_rreq(d, nonprop=self.p.nonprop_request)
+            d.cycle_started_ns = self._now
+
+    def _bad_reply(self, dp: DsrPacket, nh: int) -> bool:
+        """ns-2 ``dsragent_dont_salvage_bad_replies`` (undeliverablePkt): the packet is a Route
+        Reply whose returned route holds the failed link, either way round
+        (``dsragent_require_bi_routes``), and nothing else worth salvaging (no Route Error)."""
+        rrep = dp.find(RouteReply)
+        if not isinstance(rrep, RouteReply) or dp.find(RouteError) is not None or dp.dst is None:
+            return False
+        route = (dp.dst,) + rrep.addresses
+        links = set(zip(route, route[1:], strict=False))
+        return (self.me, nh) in links or (nh, self.me) in links
 
     def _nested_options(self, dp: DsrPacket, salvage: int) -> list[DsrOption]:
         """Section 8.3.4: the Route Error and Acknowledgement options of the triggering packet, in
@@ -862,10 +993,19 @@ class DsrRouting(RoutingProtocol):
         return out
 
     def _send_rerr(
-        self, err_dst: int, back: Path, salvage: int, packets: list[bytes], nh: int, nested: list[DsrOption]
+        self,
+        err_dst: int,
+        back: Path,
+        salvage: int,
+        packets: list[bytes],
+        nh: int,
+        nested: list[DsrOption],
+        *,
+        optional: bool = False,
     ) -> None:
         """Section 8.3.4: originate a NODE_UNREACHABLE Route Error to ``err_dst`` along ``back``
-        (the reverse of the route the packet travelled to this node)."""
+        (the reverse of the route the packet travelled to this node); an ``optional`` one only
+        if a subscriber of ``DsrRouteErrorSent`` appends an option to it."""
         rerr = RouteError(self.me, err_dst, unreachable=nh, salvage=salvage)
         extra: list[DsrOption] = []
         if self._wants(DsrRouteErrorSent):
@@ -877,8 +1017,11 @@ class DsrRouting(RoutingProtocol):
                     extra_options=extra,
                     packets=tuple(packets),
                     link=(self.me, nh),
+                    optional=optional,
                 )
             )
+        if optional and not extra:
+            return
         sr = SourceRoute(back[1:-1], len(back) - 2)
         self._send(build(self.me, err_dst, [sr, rerr, *nested, *extra], ttl=self.p.ttl), back[1], "rerr")
         self.ctx.counters.routing_sent["rerr"] += 1
@@ -926,14 +1069,8 @@ class DsrRouting(RoutingProtocol):
             if ip_to_station(ipv4.src(inner)) == self.me:
                 self._send_data(inner, r)
                 return
-            pkt = srcroute.add_source_route(inner, r[1:-1])
-            addrs = (self.me,) + r[1:-1]
-            new_sr = srcroute.source_route_bytes(addrs, len(addrs) - 1, 1)
-            pkt = srcroute.replace_source_route(
-                pkt, srcroute.find_source_route(pkt, (pkt[0] & 0x0F) * 4), new_sr
-            )
             self._route_sent(r, r[1], "data")
-            self._send(pkt, r[1], "data", salvaged=1)
+            self._send(self._salvage_bytes(inner, r, 1), r[1], "data", salvaged=1)
 
         return self._collect(go)
 

@@ -19,13 +19,20 @@ class DsrRouteErrorSent(CrossLayerEvent):
     """A ROUTE ERROR (section 8.3.4; ``rerr`` with its ``salvage`` count) is about to leave for
     ``dst`` because the link ``link`` broke. ``packets`` are the packets lost or salvaged that
     triggered it. ``extra_options`` is the list of options the ROUTE ERROR will carry after it:
-    a subscriber appends its own (Yu 2004's ``conn_list``, the ELFN option)."""
+    a subscriber appends its own (Yu 2004's ``conn_list``, the ELFN option).
+
+    ``optional``: a ROUTE ERROR DSR itself would not send (``link_failure_rerrs = failed_packet``,
+    ns-2's ``xmitFailed``: the source of packets that only waited in the interface queue); it
+    leaves only if a subscriber appends an option, for the notifications that tell every source
+    (Yu 2004 s4.3.1: "For the lost packets that have different source nodes, the node sends one
+    notification to each source")."""
 
     rerr: RouteError
     dst: int
     extra_options: list[DsrOption]
     packets: tuple[bytes, ...]
     link: tuple[int, int]
+    optional: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,11 @@ class Discovery:
     last_sent_ns: int = 0
     last_id: int = 0
     nonprop_pending: bool = False
+    salvage_only: bool = False
+    """Started for a packet this node salvages (``salvage_request``): non-propagating requests
+    only, until a packet of this node's own joins."""
+    cycle_started_ns: int = 0
+    """``request_backoff = ns2_cycles``: when the current request cycle began (``last_rt_req``)."""
 
 
 class RequestTable:

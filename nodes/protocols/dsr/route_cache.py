@@ -39,7 +39,7 @@ def _noop(event: str, path: Path, detail: str) -> None:
 class RouteCache(Protocol):
     def add(self, path: Path, now_ns: int, *, primary: bool) -> bool: ...
 
-    def find(self, dst: int, now_ns: int) -> Path | None: ...
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None: ...
 
     def remove_link(self, a: int, b: int, now_ns: int) -> int: ...
 
@@ -74,10 +74,20 @@ class PathCache:
     """ns-2 path cache: primary (discovered) + secondary (snooped), FIFO, starting at ``me``."""
 
     def __init__(
-        self, me: int, primary_size: int, secondary_size: int, timeout_ns: int, notify: Notify = _noop
+        self,
+        me: int,
+        primary_size: int,
+        secondary_size: int,
+        timeout_ns: int,
+        notify: Notify = _noop,
+        *,
+        shortest_over_both: bool = False,
     ) -> None:
         self.me = me
         self.timeout_ns = timeout_ns
+        self.shortest_over_both = shortest_over_both
+        """ns-2 ``MobiCache::findRoute``: the shortest route over both caches (primary wins a
+        tie); else the primary cache's shortest, the secondary's only without one."""
         self.primary = _FifoStore("primary", primary_size)
         self.secondary = _FifoStore("secondary", secondary_size)
         self.notify = notify
@@ -118,31 +128,36 @@ class PathCache:
             self.notify("remove", victim.path, "evicted")
         return True
 
-    def find(self, dst: int, now_ns: int) -> Path | None:
-        """The shortest cached route from ``me`` to ``dst`` (primary first), or None."""
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None:
+        """The shortest cached route from ``me`` to ``dst`` (primary first, or over both caches
+        with ``shortest_over_both``), or None; a secondary hit moves to the primary cache when
+        ``promote`` (ns-2 ``findRoute``'s ``for_me``)."""
         if dst == self.me:
             return None
         self._purge(now_ns)
+        best: Path | None = None
+        best_entry: _Entry | None = None
+        best_store: _FifoStore | None = None
         for store in (self.primary, self.secondary):
-            best: Path | None = None
-            best_entry: _Entry | None = None
+            if best is not None and not self.shortest_over_both:
+                break
             for e in store.entries:
                 p = e.path
                 if dst in p:
                     cand = p[: p.index(dst) + 1]
                     if best is None or len(cand) < len(best):
-                        best, best_entry = cand, e
-            if best is not None and best_entry is not None:
-                best_entry.expires_ns = now_ns + self.timeout_ns
-                if store is self.secondary:
-                    self.secondary.entries.remove(best_entry)
-                    self.primary.entries.append(best_entry)
-                    self.notify("insert", best_entry.path, "primary")
-                    while len(self.primary.entries) > self.primary.capacity:
-                        victim = self.primary.entries.popleft()
-                        self.notify("remove", victim.path, "evicted")
-                return best
-        return None
+                        best, best_entry, best_store = cand, e, store
+        if best is None or best_entry is None:
+            return None
+        best_entry.expires_ns = now_ns + self.timeout_ns
+        if best_store is self.secondary and promote:
+            self.secondary.entries.remove(best_entry)
+            self.primary.entries.append(best_entry)
+            self.notify("insert", best_entry.path, "primary")
+            while len(self.primary.entries) > self.primary.capacity:
+                victim = self.primary.entries.popleft()
+                self.notify("remove", victim.path, "evicted")
+        return best
 
     def remove_link(self, a: int, b: int, now_ns: int) -> int:
         """Truncate every cached path at the link ``a -> b``; return how many paths it touched."""
@@ -218,7 +233,7 @@ class LinkCache:
             self.notify("insert", path, "link")
         return new
 
-    def find(self, dst: int, now_ns: int) -> Path | None:
+    def find(self, dst: int, now_ns: int, *, promote: bool = True) -> Path | None:
         if dst == self.me:
             return None
         self._purge(now_ns)
@@ -277,11 +292,14 @@ def make_cache(
     link_size: int,
     timeout_ns: int,
     bidirectional: bool,
+    shortest_over_both: bool = False,
     notify: Notify = _noop,
 ) -> PathCache | LinkCache:
     if kind == "link":
         return LinkCache(me, link_size, timeout_ns, notify, bidirectional=bidirectional)
-    return PathCache(me, primary_size, secondary_size, timeout_ns, notify)
+    return PathCache(
+        me, primary_size, secondary_size, timeout_ns, notify, shortest_over_both=shortest_over_both
+    )
 
 
 def loop_free(path: Iterable[int]) -> bool:

@@ -18,6 +18,9 @@ class Buffered:
     """The IP packet as the kernel sent it (no DSR header yet)."""
     dst: int
     enq_ns: int
+    salvage: int = 0
+    """0: this node's own packet. n > 0: another node's packet that this node salvages and sends
+    with Salvage n once a route is found (``salvage_request``, ns-2.29 ``NEW_SALVAGE_LOGIC``)."""
 
 
 class SendBuffer:
@@ -29,14 +32,22 @@ class SendBuffer:
     def __len__(self) -> int:
         return len(self._q)
 
-    def add(self, packet: bytes, dst: int, now_ns: int) -> Buffered | None:
+    def add(self, packet: bytes, dst: int, now_ns: int, salvage: int = 0) -> Buffered | None:
         """Buffer ``packet``; return the entry pushed out when the buffer was full."""
         victim = self._q.popleft() if len(self._q) >= self.capacity else None
-        self._q.append(Buffered(packet, dst, now_ns))
+        self._q.append(Buffered(packet, dst, now_ns, salvage))
         return victim
 
-    def has(self, dst: int) -> bool:
-        return any(b.dst == dst for b in self._q)
+    def has(self, dst: int, *, own: bool = False) -> bool:
+        """Whether packets for ``dst`` wait (with ``own``: packets of this node's own)."""
+        return any(b.dst == dst and not (own and b.salvage) for b in self._q)
+
+    def take_salvaged(self, dst: int) -> list[Buffered]:
+        """Remove and return the salvaged packets for ``dst`` (this node's own stay)."""
+        out = [b for b in self._q if b.dst == dst and b.salvage]
+        if out:
+            self._q = deque(b for b in self._q if not (b.dst == dst and b.salvage))
+        return out
 
     def dsts(self) -> list[int]:
         """Buffered destinations, in the order of their oldest packet."""

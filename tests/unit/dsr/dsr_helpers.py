@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ from nodes.core.addr import station_ip_bytes
 from nodes.core.hooks import CrossLayerEvent, EventClass
 from nodes.core.ipv4 import checksum
 from nodes.core.sim import SimNetwork
+from nodes.protocols import effective_params
 from nodes.protocols.dsr import DsrParams, DsrRouting, create
 from nodes.protocols.dsr.options import DsrPacket, SourceRoute, parse
 
@@ -39,15 +41,45 @@ def udp(src: int, dst: int, payload: bytes = b"x" * 20, ttl: int = 64) -> bytes:
 
 
 def net(
-    n: int, links: Iterable[tuple[int, int]], *, promiscuous: bool = False, seed: int = 1, **params: Any
+    n: int,
+    links: Iterable[tuple[int, int]],
+    *,
+    promiscuous: bool = False,
+    seed: int = 1,
+    profile: str = "legacy",
+    **params: Any,
 ) -> SimNetwork:
+    """A DSR network; the tests written before routing profiles play the ``legacy`` behaviour
+    (tests/unit/dsr/test_dsr_ns2_profile.py plays ``ns2`` and ``rfc``)."""
     return SimNetwork(
         n,
-        lambda ctx: create(ctx, {"name": "dsr", "params": params}),
+        lambda ctx: create(ctx, {"name": "dsr", "profile": profile, "params": params}),
         list(links),
         seed=seed,
         promiscuous=promiscuous,
     )
+
+
+def profile_params(profile: str, **overrides: Any) -> DsrParams:
+    """The parameters of a routing profile, read from its table (``effective_params``), with
+    ``overrides`` on top."""
+    params = effective_params("dsr", profile, None)
+    assert isinstance(params, DsrParams)
+    return dataclasses.replace(params, **overrides)
+
+
+def profile_net(
+    profile: str, n: int, links: Iterable[tuple[int, int]], *, seed: int = 1, **overrides: Any
+) -> SimNetwork:
+    """A DSR network whose cores run ``profile``'s parameters (tests of the profiles)."""
+    params = profile_params(profile, **overrides)
+    return SimNetwork(n, lambda ctx: DsrRouting(ctx, params), list(links), seed=seed)
+
+
+def profile_core(profile: str, station: int = 3, n: int = 10, seed: int = 7, **overrides: Any) -> DsrRouting:
+    """One core in ``profile``, driven event by event."""
+    ctx = NodeContext(station=station, n_stations=n, rng=random.Random(seed))
+    return DsrRouting(ctx, profile_params(profile, **overrides))
 
 
 def chain_links(n: int) -> list[tuple[int, int]]:

@@ -107,4 +107,6 @@ def test_packets_wait_in_send_buffer_during_discovery() -> None:
     assert [p[-1] for _, p in n.nodes[4].delivered] == [0, 1, 2, 3, 4]
     assert n.nodes[1].ctx.counters.routing_sent["rreq"] == 2  # one discovery only
     assert [e.packet[-1] for e in started] == [0]  # the first packet starts it ...
-    assert [(e.packet[-1], e.now_ns) for e in joined] == [(k, k * NS_PER_MS) for k in range(1, 5)]  # the others join
+    assert [(e.packet[-1], e.now_ns) for e in joined] == [
+        (k, k * NS_PER_MS) for k in range(1, 5)
+    ]  # the others join

@@ -3,20 +3,31 @@ salvaging, queued packets, gratuitous and nested ROUTE ERRORs, network-layer ACK
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from dsr_helpers import chain_links, core, net, record_hooks, sent, source_route, standalone, udp
 
 from nodes.core import NS_PER_MS, NS_PER_S, Frame, FromAir, Send, SetTimer, Timer, TxStatus
 from nodes.core.hooks import LinkFailure, PacketDropped
-from nodes.core.sim import DEFAULT_FAIL_NS
+from nodes.core.sim import DEFAULT_FAIL_NS, SimNetwork
 from nodes.protocols.dsr import srcroute
 from nodes.protocols.dsr.core import AckTimer
 from nodes.protocols.dsr.events import DsrPacketSalvaged, DsrRouteErrorReceived, DsrRouteErrorSent
-from nodes.protocols.dsr.options import AckRequest, RouteError, RouteRequest, SourceRoute, build, parse
+from nodes.protocols.dsr.options import (
+    Ack,
+    AckRequest,
+    DsrPacket,
+    RouteError,
+    RouteRequest,
+    SourceRoute,
+    build,
+    parse,
+)
 from nodes.protocols.dsr.srcroute import add_source_route
 
 
-def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, **kw: object):  # type: ignore[no-untyped-def]
+def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, **kw: Any) -> SimNetwork:
     n = net(n_nodes, links, **kw)
     n.inject(src, udp(src, dst))
     n.run_until(NS_PER_S)
@@ -24,7 +35,7 @@ def established(n_nodes: int, links: list[tuple[int, int]], src: int, dst: int, 
     return n
 
 
-def rerrs(n, src=None):  # type: ignore[no-untyped-def]
+def rerrs(n: SimNetwork, src: int | None = None) -> list[tuple[float, int, int, DsrPacket]]:
     return [
         (t, s, d, dp) for t, s, d, dp in sent(n, src) if dp.find(RouteError) and not dp.find(RouteRequest)
     ]
@@ -75,7 +86,7 @@ def test_queued_packets_with_same_next_hop() -> None:
     assert n.nodes[3].ctx.counters.routing_sent["rerr"] == 1
 
 
-def salvage_net(**kw: object):  # type: ignore[no-untyped-def]
+def salvage_net(**kw: Any) -> SimNetwork:
     # 1-2-3-4-5 and a longer detour 3-6-7-5 that node 3 learns from the second Route Reply
     links = chain_links(5) + [(3, 6), (6, 7), (7, 5)]
     n = established(7, links, 1, 5, nonprop_request=False, **kw)
@@ -223,4 +234,4 @@ def test_ack_request_from_previous_hop_is_answered() -> None:
     (s,) = [a for a in acts if isinstance(a, Send)]
     assert s.frame.next_hop == 2 and isinstance(s.frame, Frame)
     ack = parse(s.frame.packet).options[0]
-    assert (ack.ack_id, ack.ack_src, ack.ack_dst) == (9, 3, 2)  # type: ignore[union-attr]
+    assert isinstance(ack, Ack) and (ack.ack_id, ack.ack_src, ack.ack_dst) == (9, 3, 2)
