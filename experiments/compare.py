@@ -195,6 +195,21 @@ def _same_code_seeds(t: Group, b: Group, metric: str) -> set[int]:
     return {s for s in both if tk[s] and tk[s] == bk[s] and not tk[s].startswith(UNKNOWN_PREFIX)}
 
 
+def _one_behaviour(runs: Sequence[RunRecord]) -> tuple[list[RunRecord], int]:
+    """The runs of one behaviour key (issue 48, item 5: a value is never pooled over different
+    code): the key most runs have (on a tie, the one of the latest run); and how many were left
+    out. Unknown keys (``u...``) count as their own."""
+    if not runs:
+        return [], 0
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.behaviour] = counts.get(r.behaviour, 0) + 1
+    latest = {r.behaviour: r.finished_at for r in runs}
+    key = max(counts, key=lambda k: (counts[k], latest[k]))
+    kept = [r for r in runs if r.behaviour == key]
+    return kept, len(runs) - len(kept)
+
+
 def _mixed_pairs(blocks: Sequence[tuple[Group, Group]], metric: str) -> int:
     """Seed pairs left out because their two runs ran different code or scenario files."""
     return sum(
@@ -282,10 +297,14 @@ def _evaluate(
             note = "no matching points in this sweep"
         return Result(claim, NAN_CHANGE, 0, 0, note)
     if claim.kind == "value":
-        vals = [r.metric(claim.metric) for g in treated for r in g.runs]
+        runs, other = _one_behaviour([r for g in treated for r in g.runs])
+        vals = [r.metric(claim.metric) for r in runs]
         st = summarize(vals)
         ch = Change(st.n, st.mean, st.mean - st.ci95, st.mean + st.ci95, 0.95, "student-t")
         unrecorded = "" if st.n else f"{claim.metric} not recorded by the {len(vals)} run(s) of these points"
+        if other:
+            left = f"{other} run{'s' if other > 1 else ''} of other code or scenario files left out"
+            unrecorded = f"{unrecorded}; {left}" if unrecorded else left
         kept = tuple(v for v in vals if not math.isnan(v))
         return Result(claim, ch, len(treated), st.n, unrecorded, values=kept)
     blocks = _pair(treated, groups, claim.baseline)

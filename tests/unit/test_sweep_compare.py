@@ -571,3 +571,16 @@ def test_pairs_whose_runs_ran_different_code_are_left_out_and_named() -> None:
     res = evaluate(claim, group_runs(runs))
     assert res.change.n == 1
     assert "2 seed pairs left out: the two runs ran different code or scenario files" in res.note
+
+
+def test_a_value_claim_keeps_the_runs_of_one_behaviour_key() -> None:
+    """A value is never pooled over different code: the key most runs share, the others named."""
+    claim = next(c for c in PAPERS["liu2001"].claims if c.kind == "value")
+    at = {k: label(v) for k, v in claim.where.items()}
+    runs = [
+        dataclasses.replace(_record(at, seed, **{claim.metric: v}), behaviour=k)
+        for seed, v, k in ((1, 900.0, "k"), (2, 920.0, "k"), (3, 5000.0, "j"))
+    ]
+    res = evaluate(claim, group_runs(runs))
+    assert res.change.n == 2 and res.value == pytest.approx(910.0)
+    assert "1 run of other code or scenario files left out" in res.note
