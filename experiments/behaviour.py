@@ -66,10 +66,12 @@ COMMON_PATHS: Final = (
 
 EXCLUDED: Final = re.compile(
     r"(\.md$|\.ya?ml$|/__pycache__/|^nodes/core/sim\.py$|"
-    r"^testbed/(explain|timeline|staleness|cli|clean)\.py$|^testbed/mnwifi/)"
+    r"^testbed/(explain|timeline|staleness|cli|clean|ccallow)\.py$|^testbed/mnwifi/)"
 )
 """Not behaviour: documentation, scenario files (hashed per point instead), the unit tests'
-network (nodes/core/sim.py) and the post-run analysis and CLIs of the orchestrator."""
+network (nodes/core/sim.py), the post-run analysis and CLIs of the orchestrator, and the host's
+list of allowed congestion controls (testbed/ccallow.py: a run starts with its control allowed or
+fails, nothing in between)."""
 
 UNKNOWN_PREFIX: Final = "u"
 """Key of a row whose code cannot be recovered (a dirty tree, a revision git does not have): ``u``

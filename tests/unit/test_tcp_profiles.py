@@ -5,6 +5,7 @@ list of congestion controls, scenario inheritance, and the rows' TCP columns."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -281,6 +282,36 @@ def test_allowed_congestion_controls_are_added_once_and_put_back(tmp_path: Path)
     assert allowed.read_text().split() == ["reno", "bbr"]
     assert not (root / ccallow.SAVED_NAME).exists()
     assert not ccallow.restore(False, allowed, root)
+
+
+def test_put_back_keeps_controls_registered_meanwhile_and_forgets_ones_gone(tmp_path: Path) -> None:
+    """A concurrent run's BPF control was on the list when cubic was added and is gone by the
+    teardown; another run's appeared meanwhile: only cubic comes off (a snapshot written back
+    would name the gone one, which the kernel refuses with ENOENT)."""
+    allowed = tmp_path / "allowed"
+    allowed.write_text("reno bbr mtctl_aaaaaa\n")
+    root = tmp_path / "run"
+    assert ccallow.ensure_allowed(["cubic"], allowed, root) == ["cubic"]
+    allowed.write_text("reno bbr cubic mtctl_bbbbbb\n")  # mtctl_aaaaaa's run ended, another began
+    assert ccallow.restore(False, allowed, root)
+    assert allowed.read_text().split() == ["reno", "bbr", "mtctl_bbbbbb"]
+
+
+def test_a_refused_put_back_does_not_fail_the_teardown(tmp_path: Path) -> None:
+    allowed = tmp_path / "allowed"
+    allowed.write_text("reno bbr\n")
+    root = tmp_path / "run"
+    ccallow.ensure_allowed(["cubic"], allowed, root)
+    allowed.chmod(0o444)  # stands in for the kernel's refusal
+    try:
+        if os.access(allowed, os.W_OK):  # root ignores the mode: make the path unwritable instead
+            allowed.unlink()
+            allowed.mkdir()
+        assert not ccallow.restore(False, allowed, root)
+        assert (root / ccallow.SAVED_NAME).exists()  # kept for the next teardown or make clean
+    finally:
+        if allowed.is_dir():
+            allowed.rmdir()
 
 
 # ---------------------------------------------------------------------------- scenarios
