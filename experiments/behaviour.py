@@ -230,12 +230,18 @@ def run_key(
 
 
 @functools.lru_cache(maxsize=256)
-def _key_at(sweep_text: str, scenario: str, revision: str, root: Path) -> str | None:
+def _commit(root: Path, revision: str) -> str | None:
+    """The full commit id of ``revision``, None when git here does not have it."""
     try:
-        full = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").strip()
+        return _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").strip()
     except subprocess.CalledProcessError:
         return None
-    return behaviour_key(sweep_text, scenario, root, full)
+
+
+@functools.lru_cache(maxsize=256)
+def _key_at(sweep_text: str, scenario: str, revision: str, root: Path) -> str | None:
+    full = _commit(root, revision)
+    return None if full is None else behaviour_key(sweep_text, scenario, root, full)
 
 
 def unknown_key(run_id: str) -> str:
@@ -246,9 +252,8 @@ def unknown_key(run_id: str) -> str:
 def key_at_revision(sweep_file: str, revision: str, root: Path = ROOT) -> str | None:
     """The key of a row made at ``revision`` (12 hex, clean) of ``sweep_file``, None when git has
     no such revision or the sweep file did not exist there."""
-    try:
-        full = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").strip()
-    except subprocess.CalledProcessError:
+    full = _commit(root, revision)
+    if full is None:
         return None
     text = _rev_reader(root, full)(sweep_file)
     if text is None:  # a sweep file committed after its first runs: its names and scenario now

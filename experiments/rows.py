@@ -406,12 +406,8 @@ class RowStore:
         lacks are not written (the header is extended by ``rewrite_header`` only)."""
         with self._locked():
             cols = self.columns()
-            if cols is not None and not set(TCP_COLS) <= set(cols):
-                cols = self._add_tcp_cols(cols)
-            if cols is not None and not set(ROUTING_COLS) <= set(cols):
-                cols = self._add_routing_cols(cols)
-            if cols is not None and not set(BEHAVIOUR_COLS) <= set(cols):
-                cols = self._add_behaviour_cols(cols)
+            if cols is not None:
+                cols = self._add_missing_groups(cols)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if cols is None:
@@ -506,6 +502,17 @@ class RowStore:
             self._insert_columns(cols, at, new, [""] * len(new))
             return new
 
+    def _add_missing_groups(self, cols: list[str]) -> list[str]:
+        """Give a file from before TCP profiles, routing profiles or behaviour keys the column
+        groups it lacks, in that order. The caller holds the lock; returns the new header."""
+        if not set(TCP_COLS) <= set(cols):
+            cols = self._add_tcp_cols(cols)
+        if not set(ROUTING_COLS) <= set(cols):
+            cols = self._add_routing_cols(cols)
+        if not set(BEHAVIOUR_COLS) <= set(cols):
+            cols = self._add_behaviour_cols(cols)
+        return cols
+
     def _add_tcp_cols(self, cols: list[str]) -> list[str]:
         """Give a file from before TCP profiles the ``TCP_COLS`` (after ``invalid_reasons``); its
         rows ran the legacy TCP, so they read ``LEGACY_PROFILE`` with no digest. The caller holds
@@ -535,12 +542,7 @@ class RowStore:
             cols = self.columns()
             if cols is None:
                 return 0
-            if not set(TCP_COLS) <= set(cols):
-                cols = self._add_tcp_cols(cols)
-            if not set(ROUTING_COLS) <= set(cols):
-                cols = self._add_routing_cols(cols)
-            if not set(BEHAVIOUR_COLS) <= set(cols):
-                self._add_behaviour_cols(cols)
+            self._add_missing_groups(cols)
 
         def fill_row(cols: list[str], vals: list[str]) -> int:
             at = cols.index("behaviour")

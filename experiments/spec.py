@@ -310,16 +310,34 @@ def tcp_digest(scenario: str, overrides: Mapping[str, Any]) -> str | None:
     """The digest of the TCP a point runs (``EffectiveTcp.digest``), None for the legacy profile,
     for a scenario file that cannot be read or a ``tcp`` block that does not validate (the
     sweep's scenario check reports those)."""
-    return _tcp_digest(scenario, json.dumps(dict(overrides), sort_keys=True, default=str))
+    return _tcp_digest(scenario, _overrides_key(overrides))
+
+
+def _overrides_key(overrides: Mapping[str, Any]) -> str:
+    """A point's overrides as a hashable cache key (canonical JSON)."""
+    return json.dumps(dict(overrides), sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=256)
+def _point_document(scenario: str, overrides_json: str) -> dict[str, Any] | None:
+    """A point's scenario document (its ``extends`` chain merged) with its overrides applied, read
+    once per point for both digests; None for a file that cannot be read or a bad override (the
+    sweep's scenario check reports those). Callers only read it."""
+    try:
+        data, _ = scenario_document(scenario)
+        return apply_overrides(data, json.loads(overrides_json))
+    except (ScenarioError, ValueError):
+        return None
 
 
 @functools.lru_cache(maxsize=256)
 def _tcp_digest(scenario: str, overrides_json: str) -> str | None:
+    data = _point_document(scenario, overrides_json)
+    if data is None:
+        return None
     try:
-        data, _ = scenario_document(scenario)
-        data = apply_overrides(data, json.loads(overrides_json))
         settings = TcpSettings.model_validate(data.get("tcp") or {})
-    except (ScenarioError, ValueError):  # pydantic's ValidationError and a bad override are ValueErrors
+    except ValueError:  # pydantic's ValidationError is a ValueError
         return None
     eff = settings.effective
     return None if eff.profile == LEGACY_PROFILE else eff.digest()
@@ -329,17 +347,18 @@ def routing_digest(scenario: str, overrides: Mapping[str, Any]) -> str | None:
     """The digest of the routing parameters a point's DSR or AODV cores run
     (``nodes.protocols.profiles.params_digest``), None for static routing, the legacy profile, a
     scenario file that cannot be read or routing settings that do not validate."""
-    return _routing_digest(scenario, json.dumps(dict(overrides), sort_keys=True, default=str))
+    return _routing_digest(scenario, _overrides_key(overrides))
 
 
 @functools.lru_cache(maxsize=256)
 def _routing_digest(scenario: str, overrides_json: str) -> str | None:
+    data = _point_document(scenario, overrides_json)
+    if data is None:
+        return None
     try:
-        data, _ = scenario_document(scenario)
-        data = apply_overrides(data, json.loads(overrides_json))
         routing = Routing.model_validate(data.get("routing") or {})
         params = effective_params(routing.protocol, routing.profile, routing.params)
-    except (ScenarioError, ValueError):  # ValidationError, ParamError and a bad override are ValueErrors
+    except ValueError:  # ValidationError and ParamError are ValueErrors
         return None
     if params is None or routing.profile == RoutingProfile.LEGACY.value:
         return None
